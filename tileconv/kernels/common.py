@@ -1,0 +1,59 @@
+"""Pieces shared by every tileconv kernel: the epilogue, applied to an fp32 tile.
+
+The activation codes are the ones :mod:`tileconv.epilogue` defines; ``alpha`` and
+``beta`` are that module's two parameters (leaky slope, clamp bounds).
+"""
+
+import triton
+import triton.language as tl
+
+# Codes from tileconv.epilogue._ACTIVATIONS (kept literal: constexpr comparisons).
+_NONE, _RELU, _RELU6, _LEAKY, _SILU, _GELU, _GELU_TANH, _SIGMOID, _TANH, _HARDSWISH, _CLAMP = range(11)
+
+
+@triton.jit
+def _tanh(x):
+    # tanh(x) = sign(x) * (1 - e) / (1 + e), e = exp(-2|x|): no overflow for any x.
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def apply_activation(x, ACTIVATION: tl.constexpr, alpha, beta):
+    """``x`` is an fp32 tile; returns activation(x) in fp32. NaN propagates as in torch."""
+    if ACTIVATION == 1:  # relu; written as a select so that NaN stays NaN, as torch.relu
+        x = tl.where(x < 0.0, 0.0, x)
+    elif ACTIVATION == 2:  # relu6
+        x = tl.where(x < 0.0, 0.0, tl.where(x > 6.0, 6.0, x))
+    elif ACTIVATION == 3:  # leaky_relu, alpha = negative slope
+        x = tl.where(x < 0.0, x * alpha, x)
+    elif ACTIVATION == 4:  # silu
+        x = x / (1.0 + tl.exp(-x))
+    elif ACTIVATION == 5:  # gelu, erf form
+        x = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    elif ACTIVATION == 6:  # gelu, tanh approximation
+        x = 0.5 * x * (1.0 + _tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    elif ACTIVATION == 7:  # sigmoid
+        x = 1.0 / (1.0 + tl.exp(-x))
+    elif ACTIVATION == 8:  # tanh
+        x = _tanh(x)
+    elif ACTIVATION == 9:  # hardswish: x * relu6(x + 3) / 6
+        t = x + 3.0
+        x = x * tl.where(t < 0.0, 0.0, tl.where(t > 6.0, 6.0, t)) / 6.0
+    elif ACTIVATION == 10:  # clamp to [alpha, beta]
+        x = tl.where(x < alpha, alpha, tl.where(x > beta, beta, x))
+    return x
+
+
+@triton.jit
+def swizzle_tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
+    """Grouped tile order: GROUP_M row-tiles share each column sweep, so that the
+    weight tiles (and input rows) they read stay in L2 (Triton matmul tutorial)."""
+    width = GROUP_M * num_n
+    group = pid // width
+    first_m = group * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    return pid_m, pid_n

@@ -1,0 +1,30 @@
+"""Launch choices as data: tests pin them, heuristics pick them, the tuning cache stores them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Tile sizes and launch parameters of one kernel launch."""
+
+    block_m: int = 64  # output pixels per program
+    block_n: int = 64  # output channels per program
+    block_k: int = 32  # input channels per reduction step (implicit GEMM only)
+    group_m: int = 8  # tile-order swizzle width (implicit GEMM only)
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LaunchConfig":
+        return cls(**{k: int(data[k]) for k in cls.__dataclass_fields__ if k in data})
+
+    def __str__(self) -> str:
+        return (
+            f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
+            f"w{self.num_warps} s{self.num_stages}"
+        )

@@ -1,0 +1,94 @@
+"""Direct convolution on the CUDA cores, for problems where a GEMM wastes the tensor cores.
+
+Depthwise (groups = C, any channel multiplier), grouped convolutions with few channels per
+group, and few-channel problems (the seed's C = 6, 6x6 filter, SEEDS.md part 4) do too
+little work per output to fill a tensor-core tile: the GEMM's N (= K/groups) or K
+(= C/groups * R * S) dimension would be mostly padding. Here every program owns a tile of
+BLOCK_M output pixels x BLOCK_N output channels (over all K, so a tile may span groups)
+and accumulates
+
+    out[m, k] += x[n, group(k)*C/g + c, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w] * w[k, c, r, s]
+
+in fp32 registers over (r, s, c), rows of the window with a mask for the padding halo.
+In NHWC the pixel tile reads contiguous channel vectors; in NCHW contiguous pixel runs.
+"""
+
+import triton
+import triton.language as tl
+
+from .common import apply_activation
+
+
+@triton.jit
+def conv2d_direct_kernel(
+    x_ptr,  # input  [N, C, H, W] through strides stride_xn.. (any layout)
+    w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
+    out_ptr,  # output [N, K, P, Q] through strides stride_on..
+    bias_ptr,  # bias [K] (read only if HAS_BIAS)
+    res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
+    N, H, W, P, Q, K,  # batch, input size, output size, output channels
+    C_PER_GROUP, K_PER_GROUP,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    R: tl.constexpr, S: tl.constexpr,
+    ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    INT64: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    M = N * P * Q
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+    mask_m = offs_m < M
+    mask_n = offs_n < K
+
+    n_idx = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    p_idx = pq // Q
+    q_idx = pq % Q
+    ih0 = p_idx * stride_h - pad_h
+    iw0 = q_idx * stride_w - pad_w
+    # Output channel k reads the input channels of its group.
+    c_base = (offs_n // K_PER_GROUP) * C_PER_GROUP
+    x_pix = x_ptr + n_idx * stride_xn
+    w_col = w_ptr + offs_n * stride_wk
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for r in range(0, R):
+        ih = ih0 + r * dil_h
+        row_ok = mask_m & (ih >= 0) & (ih < H)
+        for s in range(0, S):
+            iw = iw0 + s * dil_w
+            ok = row_ok & (iw >= 0) & (iw < W)
+            x_tap = x_pix + ih * stride_xh + iw * stride_xw
+            w_tap = w_col + r * stride_wr + s * stride_ws
+            for c in range(0, C_PER_GROUP):
+                xv = tl.load(
+                    x_tap[:, None] + ((c_base + c) * stride_xc)[None, :],
+                    mask=ok[:, None] & mask_n[None, :],
+                    other=0.0,
+                )
+                wv = tl.load(w_tap + c * stride_wc, mask=mask_n, other=0.0)
+                acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    mask_out = mask_m[:, None] & mask_n[None, :]
+    if HAS_RESIDUAL:
+        res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (
+            offs_n * stride_rk
+        )[None, :]
+        acc += tl.load(res_ptr + res_offs, mask=mask_out, other=0.0).to(tl.float32)
+    acc = apply_activation(acc, ACTIVATION, alpha, beta)
+    out_offs = (n_idx * stride_on + p_idx * stride_op + q_idx * stride_oq)[:, None] + (
+        offs_n * stride_ok
+    )[None, :]
+    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_out)

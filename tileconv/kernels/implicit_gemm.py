@@ -1,0 +1,119 @@
+"""Forward convolution as an implicit GEMM on the tensor cores (``tl.dot``).
+
+The GEMM view of one group (SEEDS.md part 2):
+
+    out[m, k] = sum_{t < C/g * R * S} A[m, t] * B[t, k]
+    m = (n, p, q) ranges over the N*P*Q output pixels,
+    t = (r, s, c) over the filter taps and the group's input channels,
+    A[m, t] = x[n, g*C/g + c, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w]  (0 outside),
+    B[t, k] = w[g*K/g + k, c, r, s].
+
+A is never materialised: each program computes a BLOCK_M x BLOCK_N output tile and walks
+one flat loop over (tap, channel block), gathering the A tile from the input with a mask
+for the padding halo (the im2col expansion happens in the load, as in cuDNN's kernel).
+The loop is flat, not nested over taps, so that Triton's software pipeliner streams it
+without a bubble at every tap. Every tensor is addressed through its four strides, so
+NCHW, NHWC and any other strided input run without a layout pass.
+
+The epilogue (bias, residual, activation) is applied to the fp32 accumulator before the
+single store.
+"""
+
+import triton
+import triton.language as tl
+
+from .common import apply_activation, swizzle_tile
+
+
+@triton.jit
+def conv2d_implicit_gemm_kernel(
+    x_ptr,  # input  [N, C, H, W] through strides stride_xn.. (any layout)
+    w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
+    out_ptr,  # output [N, K, P, Q] through strides stride_on..
+    bias_ptr,  # bias [K] (read only if HAS_BIAS)
+    res_ptr,  # residual [N, K, P, Q] through strides stride_rn.. (read only if HAS_RESIDUAL)
+    N, H, W, P, Q,  # batch, input height/width, output height/width
+    C_PER_GROUP, K_PER_GROUP,  # GEMM reduction channels and GEMM N of one group
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,  # pad_* = top/left padding
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,  # activation parameters (tileconv.epilogue.Activation)
+    R: tl.constexpr, S: tl.constexpr,  # filter size
+    ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,  # "ieee" (strict fp32) or "tf32"; ignored for 16-bit inputs
+    UPCAST_DOT: tl.constexpr,  # interpreter only: tl.dot on bf16 is wrong there, so use fp32
+    INT64: tl.constexpr,  # some tensor has >= 2**31 elements: index in int64
+):
+    pid = tl.program_id(0)
+    group = tl.program_id(1)
+    M = N * P * Q
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(K_PER_GROUP, BLOCK_N)
+    pid_m, pid_n = swizzle_tile(pid, num_m, num_n, GROUP_M)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+    mask_m = offs_m < M
+    mask_n = offs_n < K_PER_GROUP
+
+    # Output pixel m -> (n, p, q) and the input corner its window starts at.
+    n_idx = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    p_idx = pq // Q
+    q_idx = pq % Q
+    ih0 = p_idx * stride_h - pad_h
+    iw0 = q_idx * stride_w - pad_w
+    x_row = x_ptr + n_idx * stride_xn + (group * C_PER_GROUP) * stride_xc
+    w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    c_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
+    for it in range(0, R * S * c_blocks):
+        tap = it // c_blocks
+        c = (it - tap * c_blocks) * BLOCK_K + offs_k
+        r = tap // S
+        s = tap - r * S
+        ih = ih0 + r * dil_h
+        iw = iw0 + s * dil_w
+        # The mask is the padding halo: taps outside the input read as zero.
+        in_bounds = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        mask_c = c < C_PER_GROUP
+        a = tl.load(
+            (x_row + ih * stride_xh + iw * stride_xw)[:, None] + (c * stride_xc)[None, :],
+            mask=in_bounds[:, None] & mask_c[None, :],
+            other=0.0,
+        )
+        b = tl.load(
+            (w_col + r * stride_wr + s * stride_ws)[None, :] + (c * stride_wc)[:, None],
+            mask=mask_c[:, None] & mask_n[None, :],
+            other=0.0,
+        )
+        if UPCAST_DOT:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+
+    # Epilogue on the fp32 accumulator: + bias, + residual, activation, one store.
+    k_idx = group * K_PER_GROUP + offs_n
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + k_idx, mask=mask_n, other=0.0).to(tl.float32)
+        acc += bias[None, :]
+    mask_out = mask_m[:, None] & mask_n[None, :]
+    if HAS_RESIDUAL:
+        res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (
+            k_idx * stride_rk
+        )[None, :]
+        acc += tl.load(res_ptr + res_offs, mask=mask_out, other=0.0).to(tl.float32)
+    acc = apply_activation(acc, ACTIVATION, alpha, beta)
+    out_offs = (n_idx * stride_on + p_idx * stride_op + q_idx * stride_oq)[:, None] + (
+        k_idx * stride_ok
+    )[None, :]
+    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_out)

@@ -1,0 +1,96 @@
+"""Launchers: turn (problem, tensors, LaunchConfig) into one kernel launch.
+
+Both kernels take the same argument prefix (pointers, sizes, geometry, the four strides of
+each tensor, activation parameters); :func:`_shared_arguments` builds it once so that the
+two launchers cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from .._runtime import INT32_LIMIT, INTERPRET
+from ..problem import ConvProblem
+from .config import LaunchConfig
+from .direct import conv2d_direct_kernel
+from .implicit_gemm import conv2d_implicit_gemm_kernel
+
+
+def _shared_arguments(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+) -> tuple[list, list, dict]:
+    # Unused pointers get the output: never read, the HAS_* constexprs guard them.
+    res = residual if residual is not None else out
+    args = [
+        x, weight, out, bias if bias is not None else out, res,
+        problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
+    ]
+    geometry = [
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1],
+        *x.stride(), *weight.stride(), *out.stride(), *res.stride(),
+        problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
+    ]
+    constexprs = dict(
+        R=problem.r, S=problem.s,
+        ACTIVATION=problem.epilogue.activation.code,
+        HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
+        INT64=problem.max_elements >= INT32_LIMIT,
+    )
+    return args, geometry, constexprs
+
+
+def launch_implicit_gemm(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+) -> None:
+    """Run :func:`conv2d_implicit_gemm_kernel` over the whole output."""
+    if problem.r * problem.s > 1 and not weight.is_contiguous(memory_format=torch.channels_last):
+        # B-tile rows run along C; an NCHW weight would make them R*S elements apart.
+        weight = weight.contiguous(memory_format=torch.channels_last)
+    args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
+    grid = (
+        triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n),
+        problem.groups,
+    )
+    fp32 = problem.dtype == torch.float32
+    conv2d_implicit_gemm_kernel[grid](
+        *args, problem.c_per_group, problem.k_per_group, *geometry,
+        **constexprs,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        GROUP_M=config.group_m,
+        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
+        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+def launch_direct(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+) -> None:
+    """Run :func:`conv2d_direct_kernel` over the whole output."""
+    args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
+    grid = (triton.cdiv(problem.gemm_m, config.block_m), triton.cdiv(problem.k, config.block_n))
+    conv2d_direct_kernel[grid](
+        *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
+        **constexprs,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )

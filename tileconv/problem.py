@@ -1,0 +1,303 @@
+"""One object describes a convolution problem; everything else derives from it.
+
+:class:`ConvProblem` holds the sizes (N, C, H, W -> K, R x S), stride, padding, dilation,
+groups, dtype, memory layout and the fused epilogue. The output size, the FLOP count, the
+fewest bytes a kernel must move, the implicit-GEMM view, the tuning-cache key and the
+benchmark row's description are all properties of it: there is no second copy of the
+output-size formula anywhere in tileconv.
+
+:func:`problem_from_arguments` is the validation front door of ``tileconv.conv2d``: it
+checks every argument against PyTorch's rules and raises a clear error naming the
+argument and its value before anything is allocated or written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence, Union
+
+import torch
+
+from .epilogue import Activation, ActivationArg, Epilogue
+
+IntPair = Union[int, Sequence[int]]
+PaddingArg = Union[int, Sequence[int], str]
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
+LAYOUTS = ("nhwc", "nchw")
+
+
+@dataclass(frozen=True)
+class ConvProblem:
+    """A 2D convolution: ``activation(conv2d(x, w) + bias + residual)``.
+
+    Sizes follow the seeds' notation: batch ``n``, input channels ``c``, input ``h x w``,
+    output channels ``k``, filter ``r x s``. ``padding`` is (top, left) and ``padding_end``
+    (bottom, right); they differ only for ``padding='same'`` with an even effective kernel,
+    where PyTorch puts the extra row/column at the end.
+    """
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    stride: tuple[int, int] = (1, 1)
+    padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    groups: int = 1
+    dtype: torch.dtype = torch.float16
+    layout: str = "nhwc"
+    epilogue: Epilogue = field(default_factory=Epilogue)
+    allow_tf32: bool = False
+    padding_end: tuple[int, int] | None = None  # None: same as ``padding``
+
+    def __post_init__(self) -> None:
+        if self.padding_end is None:
+            object.__setattr__(self, "padding_end", tuple(self.padding))
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout={self.layout!r} must be one of {LAYOUTS}")
+
+    # ----------------------------------------------------------------- output size
+    @property
+    def out_h(self) -> int:
+        """P = floor((H + pad_top + pad_bottom - dilation*(R-1) - 1) / stride) + 1."""
+        span = self.dilation[0] * (self.r - 1) + 1
+        return (self.h + self.padding[0] + self.padding_end[0] - span) // self.stride[0] + 1
+
+    @property
+    def out_w(self) -> int:
+        """Q = floor((W + pad_left + pad_right - dilation*(S-1) - 1) / stride) + 1."""
+        span = self.dilation[1] * (self.s - 1) + 1
+        return (self.w + self.padding[1] + self.padding_end[1] - span) // self.stride[1] + 1
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.n, self.c, self.h, self.w)
+
+    @property
+    def weight_shape(self) -> tuple[int, int, int, int]:
+        return (self.k, self.c // self.groups, self.r, self.s)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.n, self.k, self.out_h, self.out_w)
+
+    # ----------------------------------------------------------------- GEMM view
+    @property
+    def c_per_group(self) -> int:
+        return self.c // self.groups
+
+    @property
+    def k_per_group(self) -> int:
+        return self.k // self.groups
+
+    @property
+    def gemm_m(self) -> int:
+        """Output pixels: N * P * Q."""
+        return self.n * self.out_h * self.out_w
+
+    @property
+    def gemm_n(self) -> int:
+        """Output channels of one group."""
+        return self.k_per_group
+
+    @property
+    def gemm_k(self) -> int:
+        """Reduction length of one output element: C/groups * R * S."""
+        return self.c_per_group * self.r * self.s
+
+    @property
+    def is_depthwise(self) -> bool:
+        """groups == C: each output channel sees one input channel (multiplier K/C)."""
+        return self.groups == self.c and self.groups > 1
+
+    # ----------------------------------------------------------------- cost model
+    @property
+    def flops(self) -> int:
+        """Multiply-adds counted as 2 FLOPs, padding taps included (as cuDNN counts)."""
+        return 2 * self.gemm_m * self.k * self.gemm_k
+
+    @property
+    def itemsize(self) -> int:
+        return torch.empty((), dtype=self.dtype).element_size()
+
+    @property
+    def min_bytes(self) -> int:
+        """Fewest bytes any kernel must move: each input, weight, output (and bias,
+        residual) element once."""
+        elems = self.n * self.c * self.h * self.w + self.k * self.c_per_group * self.r * self.s
+        out = self.n * self.k * self.out_h * self.out_w
+        elems += out * (2 if self.epilogue.has_residual else 1)
+        elems += self.k if self.epilogue.has_bias else 0
+        return elems * self.itemsize
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return self.flops / max(self.min_bytes, 1)
+
+    @property
+    def max_elements(self) -> int:
+        """Largest element count of any tensor the kernels index (decides int64 math)."""
+        return max(
+            self.n * self.c * self.h * self.w,
+            self.n * self.k * self.out_h * self.out_w,
+            self.k * self.c_per_group * self.r * self.s,
+        )
+
+    # ----------------------------------------------------------------- names
+    @property
+    def dtype_name(self) -> str:
+        name = DTYPE_NAMES[self.dtype]
+        return name + "+tf32" if self.dtype == torch.float32 and self.allow_tf32 else name
+
+    def describe(self) -> str:
+        """The benchmark-table form: ``256,256,14,14 -> 512, 3x3/1, p1, g1``."""
+        stride = _pair_str(self.stride)
+        pad = _pair_str(self.padding)
+        if self.padding_end != self.padding:
+            pad += "/" + _pair_str(self.padding_end)
+        text = f"{self.n},{self.c},{self.h},{self.w} -> {self.k}, {self.r}x{self.s}/{stride}, p{pad}"
+        if self.dilation != (1, 1):
+            text += f", d{_pair_str(self.dilation)}"
+        return text + f", g{self.groups}"
+
+    def cache_key(self) -> str:
+        """The tuning-cache key: everything that can change the best launch choice."""
+        return (
+            f"n{self.n}c{self.c}h{self.h}w{self.w}k{self.k}r{self.r}s{self.s}"
+            f"u{self.stride[0]}v{self.stride[1]}"
+            f"p{self.padding[0]}.{self.padding[1]}.{self.padding_end[0]}.{self.padding_end[1]}"
+            f"d{self.dilation[0]}.{self.dilation[1]}g{self.groups}"
+            f"-{self.dtype_name}-{self.layout}"
+        )
+
+    def with_epilogue(self, epilogue: Epilogue) -> "ConvProblem":
+        return replace(self, epilogue=epilogue)
+
+
+def _pair_str(pair: tuple[int, int]) -> str:
+    return str(pair[0]) if pair[0] == pair[1] else f"{pair[0]}x{pair[1]}"
+
+
+# --------------------------------------------------------------------- validation
+def _as_pair(name: str, value: IntPair, minimum: int) -> tuple[int, int]:
+    if isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be an int or a pair of ints")
+    if isinstance(value, int):
+        pair = (value, value)
+    elif isinstance(value, (tuple, list, torch.Size)) and len(value) in (1, 2):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise TypeError(f"{name}={value!r} must be an int or a pair of ints")
+        pair = (value[0], value[0]) if len(value) == 1 else (value[0], value[1])
+    else:
+        raise TypeError(f"{name}={value!r} must be an int or a pair of ints")
+    if min(pair) < minimum:
+        bound = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{name}={value!r} must be {bound}")
+    return pair
+
+
+def layout_of(x: torch.Tensor) -> str:
+    """'nhwc' for a channels_last 4D tensor, else 'nchw' (the output format follows)."""
+    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        return "nhwc"
+    return "nchw"
+
+
+def _check_tensor(name: str, t: torch.Tensor, like: torch.Tensor | None = None) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"{name}.dtype={t.dtype} is not supported; tileconv computes float16, bfloat16 "
+            "and float32"
+        )
+    if like is not None:
+        if t.dtype != like.dtype:
+            raise TypeError(f"{name}.dtype={t.dtype} does not match input.dtype={like.dtype}")
+        if t.device != like.device:
+            raise RuntimeError(f"{name}.device={t.device} does not match input.device={like.device}")
+
+
+def problem_from_arguments(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride: IntPair = 1,
+    padding: PaddingArg = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+    activation: ActivationArg = None,
+    residual: torch.Tensor | None = None,
+) -> ConvProblem:
+    """Validate ``tileconv.conv2d``'s arguments (4D input) and describe the problem.
+
+    Every rule of ``torch.nn.functional.conv2d`` is checked here, with an error that names
+    the argument and its value; nothing is allocated or launched before this returns.
+    """
+    _check_tensor("input", input)
+    _check_tensor("weight", weight, input)
+    if input.dim() != 4:
+        raise ValueError(f"input must be 4D (N, C, H, W), got shape {tuple(input.shape)}")
+    if weight.dim() != 4:
+        raise ValueError(f"weight must be 4D (K, C/groups, R, S), got shape {tuple(weight.shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, int):
+        raise TypeError(f"groups={groups!r} must be an int")
+    if groups <= 0:
+        raise ValueError(f"groups={groups} must be positive")
+    n, c, h, w = input.shape
+    k, c_per_group, r, s = weight.shape
+    if c != c_per_group * groups:
+        raise ValueError(
+            f"input has C={c} channels but weight.shape[1]={c_per_group} * groups={groups} "
+            f"= {c_per_group * groups}"
+        )
+    if k % groups != 0:
+        raise ValueError(f"groups={groups} does not divide the output channels weight.shape[0]={k}")
+    if k == 0 or r == 0 or s == 0 or c_per_group == 0:
+        raise ValueError(f"weight of shape {tuple(weight.shape)} has an empty dimension")
+    stride_p = _as_pair("stride", stride, 1)
+    dilation_p = _as_pair("dilation", dilation, 1)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad, pad_end = (0, 0), (0, 0)
+        elif padding == "same":
+            if stride_p != (1, 1):
+                raise ValueError(f"padding='same' is not supported with stride={stride!r} (as in PyTorch)")
+            total = (dilation_p[0] * (r - 1), dilation_p[1] * (s - 1))
+            pad = (total[0] // 2, total[1] // 2)
+            pad_end = (total[0] - pad[0], total[1] - pad[1])
+        else:
+            raise ValueError(f"padding={padding!r} must be 'same', 'valid', an int or a pair of ints")
+    else:
+        pad = pad_end = _as_pair("padding", padding, 0)
+    if bias is not None:
+        _check_tensor("bias", bias, input)
+        if tuple(bias.shape) != (k,):
+            raise ValueError(f"bias must have shape ({k},), got {tuple(bias.shape)}")
+    act = Activation.parse(activation)
+    problem = ConvProblem(
+        n=n, c=c, h=h, w=w, k=k, r=r, s=s,
+        stride=stride_p, padding=pad, dilation=dilation_p, groups=groups,
+        dtype=input.dtype, layout=layout_of(input),
+        epilogue=Epilogue(act, bias is not None, residual is not None),
+        allow_tf32=input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32,
+        padding_end=pad_end,
+    )
+    if problem.out_h <= 0 or problem.out_w <= 0:
+        raise ValueError(
+            f"the output would be {problem.out_h}x{problem.out_w}: the dilated kernel "
+            f"({dilation_p[0] * (r - 1) + 1}x{dilation_p[1] * (s - 1) + 1}) is larger than the padded "
+            f"input ({h + pad[0] + pad_end[0]}x{w + pad[1] + pad_end[1]})"
+        )
+    if residual is not None:
+        _check_tensor("residual", residual, input)
+        if tuple(residual.shape) != problem.output_shape:
+            raise ValueError(
+                f"residual must have the output's shape {problem.output_shape}, got {tuple(residual.shape)}"
+            )
+    return problem
