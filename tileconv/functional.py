@@ -58,16 +58,22 @@ def uses_triton(x: torch.Tensor) -> bool:
     return x.is_cuda or (INTERPRET and x.device.type == "cpu")
 
 
-def _forward(
+def conv2d_problem(
     problem: ConvProblem,
     x: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
     residual: torch.Tensor | None,
+    *,
     algo: str = "auto",
     config: LaunchConfig | None = None,
 ) -> torch.Tensor:
-    """Run one forward convolution with the epilogue ``problem.epilogue`` names."""
+    """Run the forward of an already validated ``problem`` on the Triton kernels.
+
+    The lower-level entry that ``bench``, ``tune`` and tests use: ``algo`` forces an
+    algorithm by name (``tileconv.ALGORITHMS``), ``config`` a launch config; by default
+    :func:`tileconv.dispatch.select` chooses both. No autograd, no argument checks.
+    """
     out = _allocate_output(problem, x)
     if problem.n == 0:
         return out
@@ -111,7 +117,7 @@ def _activation_grad(problem: ConvProblem, grad: torch.Tensor, saved: torch.Tens
 class _Conv2dFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, problem, x, weight, bias, residual):
-        out = _forward(problem, x, weight, bias, residual)
+        out = conv2d_problem(problem, x, weight, bias, residual)
         ctx.problem = problem
         if problem.epilogue.activation.name in _GRAD_FROM_OUTPUT:
             ctx.save_for_backward(x, weight, None, None, out)
@@ -125,7 +131,7 @@ class _Conv2dFunction(torch.autograd.Function):
         x, weight, bias, residual, saved = ctx.saved_tensors
         if saved is None:  # recompute the pre-activation with tileconv's own kernel
             plain = problem.with_epilogue(Epilogue(has_bias=bias is not None, has_residual=residual is not None))
-            saved = _forward(plain, x, weight, bias, residual)
+            saved = conv2d_problem(plain, x, weight, bias, residual)
         grad_z = _activation_grad(problem, grad_out, saved)
         need_x, need_w, need_b = ctx.needs_input_grad[1], ctx.needs_input_grad[2], ctx.needs_input_grad[3]
         grad_x = grad_w = grad_b = None
@@ -201,5 +207,5 @@ def conv2d(
     ):
         out = _Conv2dFunction.apply(problem, input, weight, bias, residual)
     else:
-        out = _forward(problem, input, weight, bias, residual)
+        out = conv2d_problem(problem, input, weight, bias, residual)
     return out.squeeze(0) if unbatched else out

@@ -1,0 +1,1 @@
+"""tileconv's benchmark: suites of named problems, timing beside peers, reports."""
