@@ -54,8 +54,9 @@ def launch_implicit_gemm(
     residual: torch.Tensor | None,
     out: torch.Tensor,
     config: LaunchConfig,
-) -> None:
-    """Run :func:`conv2d_implicit_gemm_kernel` over the whole output."""
+):
+    """Run :func:`conv2d_implicit_gemm_kernel` over the whole output; returns the
+    compiled kernel (its ``asm`` holds the PTX and cubin for inspection)."""
     if problem.r * problem.s > 1 and not weight.is_contiguous(memory_format=torch.channels_last):
         # B-tile rows run along C; an NCHW weight would make them R*S elements apart.
         weight = weight.contiguous(memory_format=torch.channels_last)
@@ -65,7 +66,7 @@ def launch_implicit_gemm(
         problem.groups,
     )
     fp32 = problem.dtype == torch.float32
-    conv2d_implicit_gemm_kernel[grid](
+    return conv2d_implicit_gemm_kernel[grid](
         *args, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
@@ -84,11 +85,11 @@ def launch_direct(
     residual: torch.Tensor | None,
     out: torch.Tensor,
     config: LaunchConfig,
-) -> None:
-    """Run :func:`conv2d_direct_kernel` over the whole output."""
+):
+    """Run :func:`conv2d_direct_kernel` over the whole output; returns the compiled kernel."""
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (triton.cdiv(problem.gemm_m, config.block_m), triton.cdiv(problem.k, config.block_n))
-    conv2d_direct_kernel[grid](
+    return conv2d_direct_kernel[grid](
         *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n,
