@@ -1,37 +1,72 @@
 """Who decides which kernel runs: tuning cache first, heuristics otherwise.
 
 :func:`select` is called on every ``tileconv.conv2d``; its answer for a problem is kept
-in a dict keyed by the problem, so a shape seen before costs one lookup.
+in a dict keyed by the problem and the device, so a shape seen before costs one lookup.
+On the first sight of a problem it asks the tuning cache (:mod:`.cache`, filled by
+``python -m tileconv tune``) for a measured winner on this device's GPU model and this
+Triton version; without one, :mod:`.heuristics` decide.
 """
 
 from __future__ import annotations
 
+import torch
+
+from .._runtime import INTERPRET
 from ..kernels import ALGORITHMS, Algorithm, LaunchConfig, get_algorithm
 from ..problem import ConvProblem
+from . import cache
 from .heuristics import choose_algorithm, default_config
 
-_selected: dict[tuple[ConvProblem, str], tuple[Algorithm, LaunchConfig]] = {}
+_selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
 
 
-def select(problem: ConvProblem, algo: str = "auto") -> tuple[Algorithm, LaunchConfig]:
-    """The algorithm and launch config for ``problem``; ``algo`` forces an algorithm."""
-    key = (problem, algo)
+def _default_device() -> torch.device:
+    """Where kernels run when the caller does not say: the current GPU, else the CPU."""
+    if not INTERPRET and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def select(
+    problem: ConvProblem,
+    algo: str = "auto",
+    device: torch.device | str | None = None,
+) -> tuple[Algorithm, LaunchConfig]:
+    """The algorithm and launch config for ``problem`` on ``device``.
+
+    ``algo='auto'``: the tuned winner for this device's GPU model and Triton version if
+    the cache has one, else the heuristics. A forced ``algo`` gets that algorithm's
+    fastest tuned config if tuning measured it, else the heuristic config. ``device`` is
+    the inputs' device (None: the current CUDA device, or the CPU); it matters because a
+    process may drive GPUs of different models.
+    """
+    device = _default_device() if device is None else torch.device(device)
+    if device.type == "cuda" and device.index is None:  # key by the GPU, not by "whichever is current"
+        device = torch.device("cuda", torch.cuda.current_device())
+    key = (problem, algo, device)
     hit = _selected.get(key)
     if hit is not None:
         return hit
-    if algo == "auto":
-        name = choose_algorithm(problem)
-    else:
-        name = get_algorithm(algo).name
+    name = choose_algorithm(problem) if algo == "auto" else get_algorithm(algo).name
+    config = None
+    tuned = cache.lookup(problem, device)
+    if tuned is not None:
+        # A winner whose algorithm cannot compute the problem (a rule added since it was
+        # tuned) is ignored rather than trusted.
+        if algo == "auto" and ALGORITHMS[tuned.algorithm].unsupported_reason(problem) is None:
+            name, config = tuned.algorithm, tuned.config
+        elif algo != "auto":
+            config = tuned.per_algorithm.get(name)
     algorithm = ALGORITHMS[name]
     reason = algorithm.unsupported_reason(problem)
     if reason is not None:
         raise ValueError(f"algo={name!r} cannot compute {problem.describe()}: {reason}")
-    choice = (algorithm, default_config(problem, name))
+    choice = (algorithm, config if config is not None else default_config(problem, name))
     _selected[key] = choice
     return choice
 
 
 def clear_selection_cache() -> None:
-    """Forget every remembered choice (after tuning, or in tests)."""
+    """Forget every remembered choice and the parsed tuning cache (after tuning, or in tests)."""
     _selected.clear()
+    cache.reload()

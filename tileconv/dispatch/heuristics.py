@@ -6,21 +6,32 @@ its winners (in :mod:`tileconv.dispatch.cache`) override everything here.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import triton
 
 from .._runtime import INTERPRET
 from ..kernels import LaunchConfig
+from ..kernels.launch import group_pack_factor
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
 # GEMM tile is mostly zero padding and the CUDA cores do the work with less waste.
 MIN_TENSOR_CORE_DIM = 16
+# Hopper has 132 SMs (H100/H200 SXM); a grid under this many tiles leaves SMs idle.
+SM_COUNT_HINT = 132
 
 
 def choose_algorithm(problem: ConvProblem) -> str:
-    """'direct' for depthwise, thin groups and few channels; else 'implicit_gemm'."""
-    if problem.k_per_group < MIN_TENSOR_CORE_DIM // 2 or problem.c_per_group < MIN_TENSOR_CORE_DIM // 2:
+    """One input channel per group (depthwise): 'depthwise'. Thin groups that merge into a
+    tensor-core tile: 'grouped_gemm'. Everything else: 'implicit_gemm'."""
+    if problem.c_per_group == 1 and problem.groups == problem.c:
+        return "depthwise"
+    if problem.c_per_group == 1:
         return "direct"
+    if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
+        if group_pack_factor(problem) > 1:
+            return "grouped_gemm"
     return "implicit_gemm"
 
 
@@ -30,25 +41,52 @@ def _pow2_between(value: int, low: int, high: int) -> int:
 
 def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     """A sound config for ``algorithm`` on ``problem`` without measuring."""
+    if algorithm == "grouped_gemm":  # the GEMM runs on the merged groups
+        problem = replace(problem, groups=problem.groups // group_pack_factor(problem))
+    # Few channels per group: reduce over (filter column, channel) so that a K-slice is
+    # not mostly padding (the 7x7 stem's 3 channels, the seed's 6).
+    fuse_sc = int(problem.c_per_group < MIN_TENSOR_CORE_DIM and problem.s > 1)
+    if algorithm == "depthwise":
+        return _depthwise_config(problem)
     if INTERPRET:
         # The interpreter's cost is per program and per loop step: few, large tiles.
         if algorithm == "direct":
             return LaunchConfig(block_m=64, block_n=_pow2_between(problem.k, 4, 32), num_warps=1)
         return LaunchConfig(
             block_m=32, block_n=_pow2_between(problem.gemm_n, 16, 32),
-            block_k=_pow2_between(problem.c_per_group, 16, 32), num_warps=1, num_stages=1,
+            block_k=_pow2_between(problem.c_per_group * (problem.s if fuse_sc else 1), 16, 32),
+            num_warps=1, num_stages=1, fuse_sc=fuse_sc,
         )
     if algorithm == "direct":
         # Channels are the contiguous axis in NHWC: a wide channel tile gives wide loads.
         block_n = _pow2_between(problem.k, 8, 64 if problem.layout == "nhwc" else 16)
         return LaunchConfig(block_m=128 if block_n <= 16 else 64, block_n=block_n, num_warps=4, num_stages=1)
-    fp32_strict = problem.itemsize == 4 and not problem.allow_tf32
+    # Implicit GEMM. Measured on an H200 (dev probe, 2026-11-22): 128x256 tiles won on
+    # seed000 (K=512), 128x128 on the VAE's K=512 at hw64, BN = K for K <= 128.
+    wide = problem.itemsize == 2
+    block_k = _pow2_between(problem.c_per_group * (problem.s if fuse_sc else 1), 16, 64 if wide else 32)
     block_n = _pow2_between(problem.gemm_n, 16, 128)
-    block_k = _pow2_between(problem.c_per_group, 16, 32 if problem.itemsize == 4 else 64)
-    # Small M (late ResNet stages, small batch) fills the GPU with narrower tiles.
-    block_m = 128 if problem.gemm_m * problem.groups >= 128 * 132 else 64
-    if fp32_strict:
-        block_k = min(block_k, 32)
+    block_m = 128
+    tiles = triton.cdiv(problem.gemm_m, block_m) * triton.cdiv(problem.gemm_n, block_n) * problem.groups
+    if wide and problem.gemm_n >= 256 and tiles >= 4 * SM_COUNT_HINT:
+        block_n = 256
+    if tiles < SM_COUNT_HINT:  # too few tiles to fill the GPU: narrower ones
+        block_m = 64
     num_warps = 8 if block_m * block_n >= 128 * 128 else 4
+    stages = 3 if block_n >= 256 or not wide else 4
     return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
-                        num_warps=num_warps, num_stages=3 if problem.itemsize == 4 else 4)
+                        num_warps=num_warps, num_stages=stages, fuse_sc=fuse_sc)
+
+
+def _depthwise_config(problem: ConvProblem) -> LaunchConfig:
+    """Pixel tile block_m = (block_m / block_k) rows x block_k columns, block_n channels.
+    NHWC: 64 channels (128 bytes of fp16) per pixel; NCHW: 32-pixel rows along W."""
+    if INTERPRET:
+        return LaunchConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), block_k=8, num_warps=1)
+    if problem.layout == "nhwc":
+        block_n = _pow2_between(problem.k, 8, 64)
+        width = _pow2_between(problem.out_w, 4, 16)
+        return LaunchConfig(block_m=max(2048 // block_n, width), block_n=block_n, block_k=width,
+                            num_warps=4, num_stages=1)
+    width = _pow2_between(problem.out_w, 8, 32)
+    return LaunchConfig(block_m=max(128, width), block_n=8, block_k=width, num_warps=4, num_stages=1)

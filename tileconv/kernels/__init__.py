@@ -3,6 +3,9 @@
 Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
+- ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
+  one, with a block-diagonal weight, for grouped convolutions with thin groups.
+- ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
 - ``direct`` (:mod:`.direct`): CUDA-core direct convolution for depthwise, grouped and
   few-channel problems.
 
@@ -18,7 +21,13 @@ from typing import Callable
 
 from ..problem import ConvProblem
 from .config import LaunchConfig
-from .launch import launch_direct, launch_implicit_gemm
+from .launch import (
+    group_pack_factor,
+    launch_depthwise,
+    launch_direct,
+    launch_grouped_gemm,
+    launch_implicit_gemm,
+)
 
 
 Launcher = Callable[..., None]
@@ -39,12 +48,38 @@ def _always(problem: ConvProblem) -> str | None:
     return None
 
 
+def _depthwise_only(problem: ConvProblem) -> str | None:
+    if problem.c_per_group != 1 or problem.groups != problem.c:
+        return "it needs groups == C (one input channel per group)"
+    return None
+
+
+def _grouped_only(problem: ConvProblem) -> str | None:
+    if problem.groups == 1:
+        return "it merges groups, and this problem has groups=1"
+    if group_pack_factor(problem) == 1:
+        return "its groups are already wide enough to fill a tensor-core tile"
+    return None
+
+
 ALGORITHMS: dict[str, Algorithm] = {
     "implicit_gemm": Algorithm(
         "implicit_gemm",
         "tensor-core implicit GEMM (tl.dot), every problem",
         launch_implicit_gemm,
         _always,
+    ),
+    "grouped_gemm": Algorithm(
+        "grouped_gemm",
+        "implicit GEMM over merged groups with a block-diagonal weight (thin groups)",
+        launch_grouped_gemm,
+        _grouped_only,
+    ),
+    "depthwise": Algorithm(
+        "depthwise",
+        "CUDA-core depthwise convolution over 2D pixel tiles (groups = C)",
+        launch_depthwise,
+        _depthwise_only,
     ),
     "direct": Algorithm(
         "direct",
@@ -55,10 +90,15 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 
+def supported_algorithms(problem: ConvProblem) -> list[str]:
+    """Names of the algorithms that can compute ``problem``, in registry order."""
+    return [name for name, algo in ALGORITHMS.items() if algo.unsupported_reason(problem) is None]
+
+
 def get_algorithm(name: str) -> Algorithm:
     if name not in ALGORITHMS:
         raise ValueError(f"algo={name!r} is not a tileconv algorithm; known: {', '.join(ALGORITHMS)}")
     return ALGORITHMS[name]
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "LaunchConfig", "get_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "LaunchConfig", "get_algorithm", "supported_algorithms"]

@@ -15,6 +15,7 @@ class LaunchConfig:
     group_m: int = 8  # tile-order swizzle width (implicit GEMM only)
     num_warps: int = 4
     num_stages: int = 3
+    fuse_sc: int = 0  # implicit GEMM only: 1 = reduce over (filter column, channel) jointly
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -26,5 +27,5 @@ class LaunchConfig:
     def __str__(self) -> str:
         return (
             f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-            f"w{self.num_warps} s{self.num_stages}"
+            f"w{self.num_warps} s{self.num_stages}" + (" fused-sc" if self.fuse_sc else "")
         )

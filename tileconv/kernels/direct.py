@@ -16,7 +16,7 @@ In NHWC the pixel tile reads contiguous channel vectors; in NCHW contiguous pixe
 import triton
 import triton.language as tl
 
-from .common import apply_activation
+from .common import store_output_tile
 
 
 @triton.jit
@@ -79,16 +79,8 @@ def conv2d_direct_kernel(
                 wv = tl.load(w_tap + c * stride_wc, mask=mask_n, other=0.0)
                 acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
 
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-    mask_out = mask_m[:, None] & mask_n[None, :]
-    if HAS_RESIDUAL:
-        res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (
-            offs_n * stride_rk
-        )[None, :]
-        acc += tl.load(res_ptr + res_offs, mask=mask_out, other=0.0).to(tl.float32)
-    acc = apply_activation(acc, ACTIVATION, alpha, beta)
-    out_offs = (n_idx * stride_on + p_idx * stride_op + q_idx * stride_oq)[:, None] + (
-        offs_n * stride_ok
-    )[None, :]
-    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_out)
+    store_output_tile(
+        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, mask_n,
+        stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+        alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
+    )

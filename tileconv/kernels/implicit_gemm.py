@@ -22,7 +22,7 @@ single store.
 import triton
 import triton.language as tl
 
-from .common import apply_activation, swizzle_tile
+from .common import store_output_tile, swizzle_tile
 
 
 @triton.jit
@@ -43,6 +43,7 @@ def conv2d_implicit_gemm_kernel(
     R: tl.constexpr, S: tl.constexpr,  # filter size
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    FUSE_SC: tl.constexpr,  # reduce over (s, c) jointly per filter row: for few channels
     DOT_PRECISION: tl.constexpr,  # "ieee" (strict fp32) or "tf32"; ignored for 16-bit inputs
     UPCAST_DOT: tl.constexpr,  # interpreter only: tl.dot on bf16 is wrong there, so use fp32
     INT64: tl.constexpr,  # some tensor has >= 2**31 elements: index in int64
@@ -75,45 +76,66 @@ def conv2d_implicit_gemm_kernel(
     w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    c_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
-    for it in range(0, R * S * c_blocks):
-        tap = it // c_blocks
-        c = (it - tap * c_blocks) * BLOCK_K + offs_k
-        r = tap // S
-        s = tap - r * S
-        ih = ih0 + r * dil_h
-        iw = iw0 + s * dil_w
-        # The mask is the padding halo: taps outside the input read as zero.
-        in_bounds = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        mask_c = c < C_PER_GROUP
-        a = tl.load(
-            (x_row + ih * stride_xh + iw * stride_xw)[:, None] + (c * stride_xc)[None, :],
-            mask=in_bounds[:, None] & mask_c[None, :],
-            other=0.0,
-        )
-        b = tl.load(
-            (w_col + r * stride_wr + s * stride_ws)[None, :] + (c * stride_wc)[:, None],
-            mask=mask_c[:, None] & mask_n[None, :],
-            other=0.0,
-        )
-        if UPCAST_DOT:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+    if FUSE_SC:
+        # Few channels: one reduction index t = s * C/g + c runs over a whole filter row,
+        # so that C/g = 3 does not pad each tap's channel slice to BLOCK_K (the stem, the
+        # seed's C = 6 problem). In NHWC with dilation 1, t walks contiguous memory.
+        span = S * C_PER_GROUP
+        t_blocks = tl.cdiv(span, BLOCK_K)
+        for it in range(0, R * t_blocks):
+            r = it // t_blocks
+            t = (it - r * t_blocks) * BLOCK_K + offs_k
+            s = t // C_PER_GROUP
+            c = t - s * C_PER_GROUP
+            mask_t = t < span
+            ih = ih0 + r * dil_h
+            iw = iw0[:, None] + (s * dil_w)[None, :]
+            row_ok = mask_m & (ih >= 0) & (ih < H)
+            a = tl.load(
+                (x_row + ih * stride_xh)[:, None] + iw * stride_xw + (c * stride_xc)[None, :],
+                mask=row_ok[:, None] & (iw >= 0) & (iw < W) & mask_t[None, :],
+                other=0.0,
+            )
+            b = tl.load(
+                (w_col + r * stride_wr)[None, :] + (s * stride_ws + c * stride_wc)[:, None],
+                mask=mask_t[:, None] & mask_n[None, :],
+                other=0.0,
+            )
+            if UPCAST_DOT:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+    else:
+        c_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
+        for it in range(0, R * S * c_blocks):
+            tap = it // c_blocks
+            c = (it - tap * c_blocks) * BLOCK_K + offs_k
+            r = tap // S
+            s = tap - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            # The mask is the padding halo: taps outside the input read as zero.
+            in_bounds = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            mask_c = c < C_PER_GROUP
+            a = tl.load(
+                (x_row + ih * stride_xh + iw * stride_xw)[:, None] + (c * stride_xc)[None, :],
+                mask=in_bounds[:, None] & mask_c[None, :],
+                other=0.0,
+            )
+            b = tl.load(
+                (w_col + r * stride_wr + s * stride_ws)[None, :] + (c * stride_wc)[:, None],
+                mask=mask_c[:, None] & mask_n[None, :],
+                other=0.0,
+            )
+            if UPCAST_DOT:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
 
     # Epilogue on the fp32 accumulator: + bias, + residual, activation, one store.
-    k_idx = group * K_PER_GROUP + offs_n
-    if HAS_BIAS:
-        bias = tl.load(bias_ptr + k_idx, mask=mask_n, other=0.0).to(tl.float32)
-        acc += bias[None, :]
-    mask_out = mask_m[:, None] & mask_n[None, :]
-    if HAS_RESIDUAL:
-        res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (
-            k_idx * stride_rk
-        )[None, :]
-        acc += tl.load(res_ptr + res_offs, mask=mask_out, other=0.0).to(tl.float32)
-    acc = apply_activation(acc, ACTIVATION, alpha, beta)
-    out_offs = (n_idx * stride_on + p_idx * stride_op + q_idx * stride_oq)[:, None] + (
-        k_idx * stride_ok
-    )[None, :]
-    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_out)
+    store_output_tile(
+        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m,
+        group * K_PER_GROUP + offs_n, mask_n,
+        stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+        alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
+    )

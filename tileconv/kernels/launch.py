@@ -7,14 +7,18 @@ two launchers cannot drift apart.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import triton
 
 from .._runtime import INT32_LIMIT, INTERPRET
 from ..problem import ConvProblem
 from .config import LaunchConfig
+from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel
+from .weights import block_diagonal_weight, channels_last_weight
 
 
 def _shared_arguments(
@@ -57,9 +61,9 @@ def launch_implicit_gemm(
 ):
     """Run :func:`conv2d_implicit_gemm_kernel` over the whole output; returns the
     compiled kernel (its ``asm`` holds the PTX and cubin for inspection)."""
-    if problem.r * problem.s > 1 and not weight.is_contiguous(memory_format=torch.channels_last):
-        # B-tile rows run along C; an NCHW weight would make them R*S elements apart.
-        weight = weight.contiguous(memory_format=torch.channels_last)
+    if problem.r * problem.s > 1:
+        # B-tile rows run along C; in an NCHW weight they would lie R*S elements apart.
+        weight = channels_last_weight(weight)
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (
         triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n),
@@ -70,7 +74,7 @@ def launch_implicit_gemm(
         *args, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        GROUP_M=config.group_m,
+        GROUP_M=config.group_m, FUSE_SC=bool(config.fuse_sc),
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
         UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
         num_warps=config.num_warps, num_stages=config.num_stages,
@@ -94,4 +98,62 @@ def launch_direct(
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n,
         num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+def launch_depthwise(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_kernel`: tiles of block_m pixels (a block_q-wide
+    rectangle, ``config.block_k`` is its width) by block_n channels."""
+    args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
+    block_q = min(config.block_k, config.block_m)
+    block_p = config.block_m // block_q
+    grid = (
+        problem.n * triton.cdiv(problem.out_h, block_p) * triton.cdiv(problem.out_w, block_q),
+        triton.cdiv(problem.k, config.block_n),
+    )
+    return conv2d_depthwise_kernel[grid](
+        *args, problem.k, *geometry, **constexprs,
+        MULTIPLIER=problem.k // problem.c,
+        BLOCK_P=block_p, BLOCK_Q=block_q, BLOCK_C=config.block_n,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+def group_pack_factor(problem: ConvProblem) -> int:
+    """How many groups :func:`launch_grouped_gemm` merges: the largest divisor of
+    ``groups`` that keeps the merged group within 32 input and 64 output channels
+    (one tensor-core K-slice, one N tile); the zeros it adds cost FLOPs, not bytes."""
+    best = 1
+    for pack in range(2, problem.groups + 1):
+        if problem.groups % pack:
+            continue
+        if problem.c_per_group * pack > 32 or problem.k_per_group * pack > 64:
+            break
+        best = pack
+    return best
+
+
+def launch_grouped_gemm(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Grouped convolution as an implicit GEMM over merged groups with a block-diagonal
+    weight (see :func:`tileconv.kernels.weights.block_diagonal_weight`)."""
+    pack = group_pack_factor(problem)
+    merged = replace(problem, groups=problem.groups // pack)
+    return launch_implicit_gemm(
+        merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual, out, config
     )

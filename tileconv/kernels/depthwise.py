@@ -1,0 +1,80 @@
+"""Depthwise convolution (groups = C, K = multiplier * C) on the CUDA cores.
+
+Each output channel k reads one input channel, k // MULTIPLIER, so the work per output
+is R*S multiply-adds: far too little for a tensor-core tile, and the problem is bound by
+memory traffic for small filters. Each program owns a BLOCK_P x BLOCK_Q tile of output
+pixels of one image and BLOCK_C channels, and walks the R x S taps; the shifted input
+windows of neighbouring taps overlap, so after the first tap they come from L1, and
+DRAM sees each input element about once. In NHWC the channel block is contiguous (wide
+vector loads); in NCHW the BLOCK_Q pixels of a row are.
+
+    out[n, k, p, q] = sum_{r, s} x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w] * w[k, 0, r, s]
+"""
+
+import triton
+import triton.language as tl
+
+from .common import store_output_tile
+
+
+@triton.jit
+def conv2d_depthwise_kernel(
+    x_ptr,  # input  [N, C, H, W] through strides stride_xn.. (any layout)
+    w_ptr,  # weight [K, 1, R, S] through strides stride_wk..
+    out_ptr,  # output [N, K, P, Q] through strides stride_on..
+    bias_ptr,  # bias [K] (read only if HAS_BIAS)
+    res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
+    N, H, W, P, Q, K,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    R: tl.constexpr, S: tl.constexpr,
+    MULTIPLIER: tl.constexpr,  # K / C: output channels per input channel
+    ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    BLOCK_P: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_C: tl.constexpr,
+    INT64: tl.constexpr,
+):
+    pid_pixels = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    tiles_q = tl.cdiv(Q, BLOCK_Q)
+    tiles_p = tl.cdiv(P, BLOCK_P)
+    n = pid_pixels // (tiles_p * tiles_q)
+    tile = pid_pixels % (tiles_p * tiles_q)
+    offs = tl.arange(0, BLOCK_P * BLOCK_Q)
+    p_idx = (tile // tiles_q) * BLOCK_P + offs // BLOCK_Q
+    q_idx = (tile % tiles_q) * BLOCK_Q + offs % BLOCK_Q
+    k_idx = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    n_idx = tl.zeros_like(offs) + n
+    if INT64:
+        n_idx = n_idx.to(tl.int64)
+        k_idx = k_idx.to(tl.int64)
+        p_idx = p_idx.to(tl.int64)
+        q_idx = q_idx.to(tl.int64)
+    mask_m = (p_idx < P) & (q_idx < Q)
+    mask_k = k_idx < K
+    x_img = x_ptr + n_idx * stride_xn
+    x_chan = ((k_idx // MULTIPLIER) * stride_xc)[None, :]
+    w_chan = w_ptr + k_idx * stride_wk
+    ih0 = p_idx * stride_h - pad_h
+    iw0 = q_idx * stride_w - pad_w
+
+    acc = tl.zeros((BLOCK_P * BLOCK_Q, BLOCK_C), dtype=tl.float32)
+    for r in range(0, R):
+        ih = ih0 + r * dil_h
+        row_ok = mask_m & (ih >= 0) & (ih < H)
+        x_row = x_img + ih * stride_xh
+        for s in range(0, S):
+            iw = iw0 + s * dil_w
+            ok = row_ok & (iw >= 0) & (iw < W)
+            xv = tl.load((x_row + iw * stride_xw)[:, None] + x_chan, mask=ok[:, None] & mask_k[None, :], other=0.0)
+            wv = tl.load(w_chan + r * stride_wr + s * stride_ws, mask=mask_k, other=0.0)
+            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+
+    store_output_tile(
+        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, k_idx, mask_k,
+        stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+        alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
+    )

@@ -1,0 +1,68 @@
+"""Weights in the layouts the kernels read best, derived once per weight version.
+
+- :func:`channels_last_weight`: the implicit-GEMM kernel's B tile runs along the input
+  channels, so it wants (K, R, S, C/g) in memory; nn.Conv2d's weights are NCHW, where
+  consecutive channels lie R*S elements apart.
+- :func:`block_diagonal_weight`: grouped convolutions with few channels per group merge
+  ``pack`` groups into one wider group whose weight is block-diagonal (zeros between the
+  groups), so that a tensor-core tile is filled (ResNeXt's 4-channel groups).
+
+Deriving these on every call would add a copy kernel to every convolution, so a derived
+copy is kept while its weight is alive and unmodified: ``Tensor._version`` moves on every
+in-place update (an optimizer step), ``data_ptr`` on ``.data`` reassignment.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Callable
+
+import torch
+
+_MAX_ENTRIES = 256
+# (id(weight), tag) -> (weakref to weight, data_ptr, version, derived tensor)
+_derived: dict[tuple[int, str], tuple[weakref.ref, int, int, torch.Tensor]] = {}
+
+
+def _cached(weight: torch.Tensor, tag: str, build: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    if weight.requires_grad and torch.is_grad_enabled():
+        # Inside a graph being recorded: derive afresh, never keep.
+        return build(weight.detach())
+    key = (id(weight), tag)
+    hit = _derived.get(key)
+    if hit is not None:
+        ref, ptr, version, derived = hit
+        if ref() is weight and ptr == weight.data_ptr() and version == weight._version:
+            return derived
+    derived = build(weight.detach())
+    if len(_derived) >= _MAX_ENTRIES:
+        _derived.clear()
+    _derived[key] = (weakref.ref(weight, lambda _, key=key: _derived.pop(key, None)), weight.data_ptr(),
+                     weight._version, derived)
+    return derived
+
+
+def channels_last_weight(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` laid out as channels_last (itself if it already is)."""
+    if weight.is_contiguous(memory_format=torch.channels_last):
+        return weight
+    return _cached(weight, "channels_last", lambda w: w.contiguous(memory_format=torch.channels_last))
+
+
+def block_diagonal_weight(weight: torch.Tensor, groups: int, pack: int) -> torch.Tensor:
+    """The (K, C/g * pack, R, S) weight of the same convolution with groups / pack groups.
+
+    Output channel k belongs to group k // (K/g), which sits at position
+    (k // (K/g)) % pack inside its merged group; its C/g filter channels go to that
+    position's slice of the merged group's C/g * pack channels, zeros elsewhere.
+    """
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, c_per_group, r, s = w.shape
+        position = (torch.arange(k, device=w.device) // (k // groups)) % pack
+        index = position[:, None] * c_per_group + torch.arange(c_per_group, device=w.device)[None, :]
+        merged = w.new_zeros((k, c_per_group * pack, r, s))
+        merged.scatter_(1, index[:, :, None, None].expand(k, c_per_group, r, s), w)
+        return merged.contiguous(memory_format=torch.channels_last)
+
+    return _cached(weight, f"block_diagonal/{groups}/{pack}", build)
