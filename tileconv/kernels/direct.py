@@ -19,7 +19,10 @@ import triton.language as tl
 from .common import store_output_tile
 
 
-@triton.jit
+# Spatial sizes and geometry are not specialised, so one compiled kernel serves many
+# shapes (first calls stay fast). Strides and channel counts are: their divisibility
+# decides whether loads, masks and stores can be 16 bytes wide.
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
 def conv2d_direct_kernel(
     x_ptr,  # input  [N, C, H, W] through strides stride_xn.. (any layout)
     w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
@@ -34,7 +37,7 @@ def conv2d_direct_kernel(
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
-    R: tl.constexpr, S: tl.constexpr,
+    R, S,  # filter size
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     INT64: tl.constexpr,

@@ -25,7 +25,10 @@ import triton.language as tl
 from .common import store_output_tile, swizzle_tile
 
 
-@triton.jit
+# Spatial sizes and geometry are not specialised, so one compiled kernel serves many
+# shapes (first calls stay fast). Strides and channel counts are: their divisibility
+# decides whether loads, masks and stores can be 16 bytes wide.
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
 def conv2d_implicit_gemm_kernel(
     x_ptr,  # input  [N, C, H, W] through strides stride_xn.. (any layout)
     w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
@@ -40,7 +43,7 @@ def conv2d_implicit_gemm_kernel(
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,  # activation parameters (tileconv.epilogue.Activation)
-    R: tl.constexpr, S: tl.constexpr,  # filter size
+    R, S,  # filter size
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FUSE_SC: tl.constexpr,  # reduce over (s, c) jointly per filter row: for few channels
