@@ -5,6 +5,7 @@
 """
 
 from . import nn
+from .dispatch.tune import tune
 from .epilogue import ACTIVATION_NAMES, Activation, Epilogue
 from .functional import conv2d, poison_outputs
 from .kernels import ALGORITHMS, LaunchConfig
@@ -25,4 +26,5 @@ __all__ = [
     "nn",
     "poison_outputs",
     "problem_from_arguments",
+    "tune",
 ]

@@ -14,6 +14,10 @@ import sys
 # command -> module implementing it
 COMMANDS: dict[str, str] = {
     "verify": "tileconv.verify",
+    "bench": "tileconv.bench.cli_bench",
+    "sweep": "tileconv.bench.cli_sweep",
+    "info": "tileconv.bench.cli_info",
+    "tune": "tileconv.dispatch.tune",
 }
 
 

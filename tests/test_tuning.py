@@ -1,0 +1,374 @@
+"""The tuning cache, the candidate lists and ``tileconv.tune``.
+
+Every test points ``$TILECONV_CACHE_DIR`` at its own temporary folder, so nothing here
+reads or writes the user's real cache. Kernels run where conftest says (the GPU, or the
+CPU through Triton's interpreter); on the CPU, winners are keyed by the device name "cpu".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+
+import tileconv
+from tileconv import ConvProblem, LaunchConfig
+from tileconv.bench.suites import get_suite
+from tileconv.dispatch import cache, clear_selection_cache, select
+from tileconv.dispatch import tune as tune_module
+from tileconv.dispatch.candidates import (
+    MAX_ACCUMULATORS_PER_THREAD,
+    DeviceLimits,
+    algorithms_to_try,
+    candidates,
+    depthwise_candidates,
+    direct_candidates,
+    gemm_problem,
+    implicit_gemm_candidates,
+    implicit_gemm_shared_memory,
+    reduction_slice,
+)
+from tileconv.dispatch.heuristics import choose_algorithm, default_config
+from tileconv.functional import conv2d_problem
+from tileconv.kernels import ALGORITHMS, Algorithm
+from tileconv.reference import conv2d_reference
+from tileconv.testing import assert_conv_close, random_inputs, tolerance
+
+# Heuristics pick implicit_gemm here (16 channels in and out); tiny enough for the interpreter.
+SMALL = ConvProblem(n=1, c=16, h=6, w=6, k=16, r=3, s=3, padding=(1, 1))
+# Heuristics pick direct here (4 groups of 1 channel).
+DEPTHWISE = ConvProblem(n=1, c=4, h=5, w=5, k=4, r=3, s=3, padding=(1, 1), groups=4, layout="nchw")
+DISTINCT = LaunchConfig(block_m=32, block_n=16, block_k=16, group_m=4, num_warps=2, num_stages=2)
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch) -> Path:
+    """A private, empty cache folder, and no remembered selections before or after."""
+    directory = tmp_path / "tileconv-cache"
+    monkeypatch.setenv("TILECONV_CACHE_DIR", str(directory))
+    clear_selection_cache()
+    yield directory
+    clear_selection_cache()
+
+
+def _entry(algorithm: str = "direct", config: LaunchConfig = DISTINCT) -> dict:
+    return cache.make_entry(algorithm, config, time_ms=1.0)
+
+
+# --------------------------------------------------------------------- location and keys
+def test_cache_location_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("TILECONV_CACHE_DIR", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_file() == tmp_path / "explicit" / "tuning-v1.json"
+    monkeypatch.delenv("TILECONV_CACHE_DIR")
+    assert cache.cache_file() == tmp_path / "xdg" / "tileconv" / "tuning-v1.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_file() == tmp_path / "home" / ".cache" / "tileconv" / "tuning-v1.json"
+
+
+def test_key_names_the_gpu_the_triton_version_and_the_problem():
+    key = cache.entry_key(SMALL, "NVIDIA H100 80GB HBM3")
+    assert key == f"NVIDIA H100 80GB HBM3|triton-{triton.__version__}|{SMALL.cache_key()}"
+    assert cache.device_name("cpu") == "cpu"
+    assert cache.device_name(torch.device("cpu")) == "cpu"
+
+
+def test_winner_of_another_gpu_or_triton_version_is_not_used():
+    cache.store({
+        cache.entry_key(SMALL, "NVIDIA H100 80GB HBM3"): _entry(),
+        cache.entry_key(SMALL, "cpu", triton_ver="0.0.1"): _entry(),
+    })
+    assert cache.lookup(SMALL, "cpu") is None
+    cache.store({cache.entry_key(SMALL, "cpu"): _entry()})
+    assert cache.lookup(SMALL, "cpu") is not None
+
+
+# --------------------------------------------------------------------- round trip
+def test_round_trip_through_the_file(isolated_cache):
+    assert cache.cache_summary() == {
+        "path": str(isolated_cache / "tuning-v1.json"), "entries": 0, "bytes": 0, "corrupt": False,
+    }
+    key = cache.entry_key(SMALL, "cpu")
+    best = {"direct": (DISTINCT, 1.0), "implicit_gemm": (LaunchConfig(), 2.0)}
+    cache.store({key: cache.make_entry("direct", DISTINCT, time_ms=1.0, default_ms=2.0,
+                                        best_per_algorithm=best, problem=SMALL)})
+    cache.reload()  # force a fresh parse of the file, as a new process would
+    tuned = cache.lookup(SMALL, "cpu")
+    assert tuned is not None
+    assert (tuned.algorithm, tuned.config, tuned.time_ms) == ("direct", DISTINCT, 1.0)
+    assert tuned.per_algorithm == {"direct": DISTINCT, "implicit_gemm": LaunchConfig()}
+    data = json.loads(cache.cache_file().read_text())
+    assert data["format"] == "tileconv-tuning" and data["version"] == 1
+    assert data["entries"][key]["problem"] == SMALL.describe()
+    summary = cache.cache_summary()
+    assert summary["entries"] == 1 and summary["bytes"] == cache.cache_file().stat().st_size > 0
+    assert not list(isolated_cache.glob("*.tmp")), "a temporary file was left behind"
+
+
+def test_store_merges_with_what_another_process_wrote_since():
+    cache.store({"mine|1": _entry()})
+    # Another process writes behind this one's back (this process has already parsed the file).
+    data = json.loads(cache.cache_file().read_text())
+    data["entries"]["theirs|1"] = _entry()
+    cache.cache_file().write_text(json.dumps(data))
+    cache.store({"mine|2": _entry()})
+    assert set(cache.load()) == {"mine|1", "mine|2", "theirs|1"}
+
+
+def _store_many(directory: str, writer: int, count: int, barrier) -> None:
+    """Child process: ``count`` separate stores of this writer's own entries."""
+    from tileconv.dispatch import cache as child_cache
+
+    path = Path(directory) / child_cache.FILE_NAME
+    barrier.wait(timeout=120)  # start writing together, after both imported torch
+    for index in range(count):
+        child_cache.store({f"writer{writer}|{index}": child_cache.make_entry("direct", LaunchConfig())}, path)
+
+
+def test_two_processes_writing_at_once_keep_both_sets(isolated_cache):
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    count = 40
+    children = [
+        context.Process(target=_store_many, args=(str(isolated_cache), writer, count, barrier))
+        for writer in range(2)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=180)
+    assert [child.exitcode for child in children] == [0, 0]
+    keys = set(cache.load())
+    expected = {f"writer{w}|{i}" for w in range(2) for i in range(count)}
+    assert keys == expected, f"lost {len(expected - keys)} entries: {sorted(expected - keys)[:5]}"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{not json", b"[]", b'{"format": "something-else", "version": 1, "entries": {}}',
+     b'{"format": "tileconv-tuning", "version": 99, "entries": {}}', b"\xff\xfe\x00garbage", b""],
+    ids=["bad-json", "list", "other-format", "other-version", "not-utf8", "empty"],
+)
+def test_corrupt_file_is_ignored_with_a_warning_and_rebuilt(content):
+    path = cache.cache_file()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    assert cache.cache_summary()["corrupt"]
+    with pytest.warns(cache.TuningCacheWarning, match=str(path)):
+        assert cache.lookup(SMALL, "cpu") is None
+    with pytest.warns(cache.TuningCacheWarning, match="rebuilding"):
+        cache.store({cache.entry_key(SMALL, "cpu"): _entry()})
+    cache.reload()
+    assert cache.lookup(SMALL, "cpu") is not None
+    assert not cache.cache_summary()["corrupt"]
+
+
+def test_selection_survives_a_corrupt_cache():
+    cache.cache_file().parent.mkdir(parents=True)
+    cache.cache_file().write_text("{oops")
+    with pytest.warns(cache.TuningCacheWarning):
+        algorithm, config = select(SMALL, "auto", "cpu")
+    assert (algorithm.name, config) == (choose_algorithm(SMALL), default_config(SMALL, algorithm.name))
+
+
+# --------------------------------------------------------------------- select()
+def test_select_prefers_the_cached_winner():
+    heuristic = select(SMALL, "auto", "cpu")
+    assert heuristic[0].name == "implicit_gemm"
+    clear_selection_cache()
+    cache.store({cache.entry_key(SMALL, "cpu"): _entry("direct", DISTINCT)})
+    algorithm, config = select(SMALL, "auto", "cpu")
+    assert (algorithm.name, config) == ("direct", DISTINCT)
+    # The winner is keyed by device: another device's choice is its own.
+    assert select(SMALL, "auto", "meta")[0].name == "implicit_gemm"
+
+
+def test_forced_algorithm_gets_its_own_best_tuned_config():
+    gemm_best = LaunchConfig(block_m=64, block_n=16, block_k=16, num_warps=4, num_stages=2)
+    cache.store({cache.entry_key(SMALL, "cpu"): cache.make_entry(
+        "direct", DISTINCT, best_per_algorithm={"direct": (DISTINCT, 1.0), "implicit_gemm": (gemm_best, 2.0)},
+    )})
+    assert select(SMALL, "implicit_gemm", "cpu")[1] == gemm_best
+    assert select(DEPTHWISE, "implicit_gemm", "cpu")[1] == default_config(DEPTHWISE, "implicit_gemm")
+
+
+def test_select_ignores_an_entry_it_cannot_use():
+    cache.store({cache.entry_key(SMALL, "cpu"): {"algorithm": "from_the_future", "config": {}}})
+    assert select(SMALL, "auto", "cpu")[0].name == choose_algorithm(SMALL)
+
+
+def test_conv2d_runs_the_cached_config_correctly(device, seed):
+    cache.store({cache.entry_key(SMALL, cache.device_name(device)): _entry("direct", DISTINCT)})
+    inputs = random_inputs(SMALL, device, seed)
+    algorithm, config = select(SMALL, "auto", inputs.x.device)
+    assert (algorithm.name, config) == ("direct", DISTINCT)
+    with tileconv.poison_outputs():
+        out = conv2d_problem(SMALL, inputs.x, inputs.weight, None, None)
+    ref = conv2d_reference(inputs.x, inputs.weight, padding=1)
+    assert_conv_close(out, ref, tolerance(SMALL), "cached direct config")
+
+
+# --------------------------------------------------------------------- candidates
+def _suite_problems() -> list[ConvProblem]:
+    problems = []
+    for suite in ("resnet50", "depthwise", "grouped", "vae", "seed"):
+        for case in get_suite(suite):
+            for dtype, tf32 in ((torch.float16, False), (torch.float32, True), (torch.float32, False)):
+                problems.append(case.problem(dtype, "nhwc", allow_tf32=tf32))
+            problems.append(case.problem(torch.bfloat16, "nchw"))
+    return problems
+
+
+def _is_pow2(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+@pytest.mark.parametrize("limits", [DeviceLimits(), DeviceLimits(num_sms=108, shared_memory_bytes=166912)],
+                         ids=["h100", "a100"])
+def test_candidates_respect_the_constraints(limits):
+    for problem in _suite_problems():
+        pairs = candidates(problem, limits, max_candidates=12)
+        default_name = choose_algorithm(problem)
+        assert pairs[0] == (default_name, default_config(problem, default_name)), problem.describe()
+        assert 1 <= len(pairs) <= 12 and len(set(pairs)) == len(pairs), problem.describe()
+        allowed = set(algorithms_to_try(problem))
+        for name, config in pairs[1:]:
+            where = f"{problem.describe()} {problem.dtype_name} {problem.layout}: {name} {config}"
+            assert name in allowed and ALGORITHMS[name].unsupported_reason(problem) is None, where
+            for value in (config.block_m, config.block_n, config.block_k, config.num_warps):
+                assert _is_pow2(value), where
+            # Rule-decided fields stay the heuristics' (only tile fields are tuned).
+            assert config.fuse_sc == default_config(problem, name).fuse_sc, where
+            if name in ("implicit_gemm", "grouped_gemm"):
+                gemm = gemm_problem(problem, name)
+                assert config.block_n <= max(16, triton.next_power_of_2(gemm.k_per_group)), where
+                assert config.block_k <= max(16, triton.next_power_of_2(reduction_slice(gemm, config))), where
+                assert min(config.block_m, config.block_n, config.block_k) >= 16, where
+                assert implicit_gemm_shared_memory(gemm, config) <= limits.shared_memory_budget, where
+                assert limits.shared_memory_budget <= 0.9 * limits.shared_memory_bytes
+            else:  # CUDA-core kernels: accumulators fit the registers, no pipelining
+                assert config.block_m * config.block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps, where
+                assert config.num_stages == 1, where
+            if name == "direct":
+                assert config.block_n <= max(8, triton.next_power_of_2(problem.k)), where
+            if name == "depthwise":
+                assert config.block_n <= max(4, triton.next_power_of_2(problem.k)), where
+                assert config.block_k <= max(4, triton.next_power_of_2(problem.out_w)), where
+                assert config.block_m % config.block_k == 0, where
+
+
+def test_which_algorithms_race():
+    resnet = get_suite("resnet50")[3].problem()  # 256 -> 64 channels, 1x1: tensor cores only
+    assert algorithms_to_try(resnet) == ["implicit_gemm"]
+    # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.
+    for depthwise in (case.problem() for case in get_suite("depthwise")):
+        assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)
+        assert sorted(algorithms_to_try(depthwise)) == ["depthwise", "direct"], depthwise.describe()
+    stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin
+    resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels
+    for problem, expected in ((stem, {"implicit_gemm", "direct"}),
+                              (resnext, {"grouped_gemm", "implicit_gemm", "direct"})):
+        assert algorithms_to_try(problem)[0] == choose_algorithm(problem)
+        assert set(algorithms_to_try(problem)) == expected, problem.describe()
+    assert implicit_gemm_candidates(resnet) and direct_candidates(stem) and depthwise_candidates(depthwise)
+
+
+def test_strict_fp32_gets_small_tiles_and_16bit_gets_deep_steps():
+    case = get_suite("resnet50")[5]  # 256 -> 128, 1x1: nothing clamps
+    strict = implicit_gemm_candidates(case.problem(torch.float32))
+    assert max(c.block_m * c.block_n for c in strict) <= 128 * 128
+    half = implicit_gemm_candidates(case.problem(torch.float16))
+    assert max(c.block_k for c in half) == 64
+
+
+# --------------------------------------------------------------------- tune()
+def _one_run_timer(device: str):
+    """The real measurement on a GPU; one wall-clock run per candidate in the interpreter."""
+    if device == "cuda":
+        return None
+    return lambda fn: tune_module.wall_clock_timer(fn, repeats=1)
+
+
+def test_tune_end_to_end_stores_correct_winners_that_select_uses(device):
+    results = tileconv.tune([SMALL, DEPTHWISE, SMALL], device=device, max_candidates=3,
+                            timer=_one_run_timer(device), progress=False)
+    assert [r.problem for r in results] == [SMALL, DEPTHWISE]  # the duplicate is tuned once
+    for result in results:
+        assert result.status == "tuned", result.message
+        assert result.timings and result.time_ms == min(ms for _, _, ms in result.timings)
+        assert result.default_ms is not None
+        tuned = cache.lookup(result.problem, device)
+        assert tuned is not None and (tuned.algorithm, tuned.config) == (result.algorithm, result.config)
+        assert select(result.problem, "auto", device) == (ALGORITHMS[result.algorithm], result.config)
+    # A later run finds them cached; force measures again.
+    again = tileconv.tune([SMALL], device=device, progress=False)
+    assert again[0].status == "cached" and again[0].config == results[0].config
+    forced = tileconv.tune([SMALL], device=device, force=True, max_candidates=1,
+                           timer=_one_run_timer(device), progress=False)
+    assert forced[0].status == "tuned" and len(forced[0].timings) == 1
+
+
+def _fill_zeros(problem, x, weight, bias, residual, out, config) -> None:
+    out.zero_()  # fast and wrong: must be rejected before it can win
+
+
+def _raise_out_of_resources(problem, x, weight, bias, residual, out, config) -> None:
+    raise RuntimeError("out of resource: shared memory, Required: 999999, Hardware limit: 232448")
+
+
+def test_tune_never_keeps_a_wrong_or_failing_candidate_and_picks_the_fastest(device, monkeypatch):
+    always = lambda problem: None
+    monkeypatch.setitem(ALGORITHMS, "zeros", Algorithm("zeros", "writes zeros", _fill_zeros, always))
+    monkeypatch.setitem(ALGORITHMS, "raises", Algorithm("raises", "raises", _raise_out_of_resources, always))
+    fast = LaunchConfig(block_m=64, block_n=16, block_k=16, num_warps=4, num_stages=2)
+    direct = LaunchConfig(block_m=32, block_n=16, num_warps=4, num_stages=1)
+    default = ("implicit_gemm", default_config(SMALL, "implicit_gemm"))
+    listed = [default, ("implicit_gemm", fast), ("zeros", fast), ("raises", fast), ("direct", direct)]
+    monkeypatch.setattr(tune_module, "candidates", lambda problem, limits, max_candidates: listed)
+    injected = iter([3.0, 1.0, 2.0])  # default, fast, direct: the three correct ones, in order
+    timed = []
+
+    def timer(fn) -> float:
+        timed.append(fn)
+        return next(injected)
+
+    (result,) = tileconv.tune([SMALL], device=device, timer=timer, progress=False)
+    assert result.status == "tuned"
+    assert (result.algorithm, result.config, result.time_ms, result.default_ms) == ("implicit_gemm", fast, 1.0, 3.0)
+    assert result.speedup == 3.0 and len(timed) == 3
+    reasons = {r.algorithm: r.reason for r in result.rejected}
+    assert set(reasons) == {"zeros", "raises"}
+    assert "wrong result" in reasons["zeros"] and "out of resource" in reasons["raises"]
+    stored = cache.load()[result.key]
+    assert (stored["algorithm"], stored["config"]) == ("implicit_gemm", fast.to_dict())
+
+
+def test_tune_with_no_correct_candidate_stores_nothing(device, monkeypatch):
+    monkeypatch.setitem(ALGORITHMS, "zeros", Algorithm("zeros", "writes zeros", _fill_zeros, lambda p: None))
+    monkeypatch.setattr(tune_module, "candidates", lambda problem, limits, max_candidates: [("zeros", LaunchConfig())])
+    (result,) = tileconv.tune([SMALL], device=device, timer=lambda fn: 1.0, progress=False)
+    assert result.status == "failed" and "no candidate ran correctly" in result.message
+    assert cache.load() == {}
+
+
+# --------------------------------------------------------------------- command line
+def test_tune_is_a_registered_command():
+    from tileconv.cli import COMMANDS
+
+    assert COMMANDS["tune"] == "tileconv.dispatch.tune"
+    assert tune_module.HELP and callable(tune_module.add_arguments) and callable(tune_module.run)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the command would tune for real")
+def test_command_without_a_gpu_says_so_and_exits_2(capsys):
+    parser = argparse.ArgumentParser()
+    tune_module.add_arguments(parser)
+    assert tune_module.run(parser.parse_args(["--suite", "resnet50"])) == 2
+    assert "CUDA GPU" in capsys.readouterr().err
+    assert not cache.cache_file().exists()

@@ -1,0 +1,324 @@
+"""The launch configs ``tileconv tune`` measures for a problem: one place, short lists.
+
+Tuning a whole suite has to fit in about a minute including Triton's compiles, so each
+problem gets at most a dozen candidates, chosen and ordered before anything runs:
+
+- a base list per algorithm (and, for the GEMMs, per dtype class): the shapes that win
+  Triton's GEMM tutorial and tileconv's probes on Hopper, e.g. 128x128/128x256 tiles with
+  64-deep steps for 16-bit inputs, half the depth for TF32, small tiles for strict fp32;
+- each base config is fitted to the problem: for the GEMMs ``block_n`` no wider than the
+  group's output channels and ``block_k`` no deeper than one reduction slice (the group's
+  channels, or filter-row x channels when the heuristics fuse them), both rounded up to a
+  power of two and at least 16 (``tl.dot``), ``block_m`` no taller than the output pixels;
+  then pipeline stages are dropped until the operand ring fits the shared memory
+  (``stages * (BM*BK + BK*BN) * itemsize``), and a config that still does not fit is
+  dropped. CUDA-core kernels keep their accumulators within 64 registers a thread;
+- every candidate starts from the heuristics' config for its algorithm and changes only
+  the tile fields, so fields the heuristics decide by rule (``fuse_sc``) stay consistent;
+- duplicates that fitting produced are merged, and GEMM configs are ordered by a rough
+  efficiency score (useful fraction of each tile x fullness of the last wave), so that a
+  time limit cuts the least promising ones; algorithms take turns in the final list;
+- the heuristics' own choice always comes first: it is the baseline the winner must beat.
+
+Which algorithms race (:func:`algorithms_to_try`): every one that supports the problem,
+except ``implicit_gemm`` where its smallest tensor-core tile would be under 1/16 useful
+(depthwise) and ``direct`` (the general CUDA-core fallback) where the problem is not thin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+import triton
+
+from ..kernels import ALGORITHMS, LaunchConfig
+from ..kernels.launch import group_pack_factor
+from ..problem import ConvProblem
+from .heuristics import MIN_TENSOR_CORE_DIM, choose_algorithm, default_config
+
+# Hopper (H100 SXM): 132 SMs, 227 KB of shared memory per block (opt-in). Used when the
+# device cannot be asked (CPU runs), so that tests see the lists an H100 gets.
+H100_SMS = 132
+H100_SHARED_MEMORY = 232448
+
+# Fraction of a block's shared memory the operand ring may take: the rest is left for
+# the barriers and the epilogue's layout conversion scratch (Triton reuses the ring for
+# it when it can, not always).
+SHARED_MEMORY_FRACTION = 0.9
+
+# tl.dot needs every tile dimension >= 16.
+MIN_DOT_DIM = 16
+
+DEFAULT_MAX_CANDIDATES = 12
+
+# CUDA-core kernels keep a BLOCK_M x BLOCK_N fp32 accumulator in registers: at most this
+# many values per thread, so that the kernel does not spill.
+MAX_ACCUMULATORS_PER_THREAD = 64
+
+# (block_m, block_n, block_k, num_warps, num_stages) for 16-bit and TF32 inputs, best first
+# on an H100 for large problems; TF32 halves block_k (the same bytes per step).
+_GEMM_BASE: tuple[tuple[int, int, int, int, int], ...] = (
+    (128, 128, 64, 8, 3),
+    (128, 256, 64, 8, 3),
+    (256, 128, 64, 8, 3),
+    (128, 128, 64, 4, 4),
+    (128, 64, 64, 4, 4),
+    (64, 128, 64, 4, 4),
+    (128, 128, 32, 4, 4),
+    (64, 64, 64, 4, 4),
+    (128, 64, 32, 4, 4),
+    (64, 64, 32, 4, 5),
+)
+# Strict fp32 (ieee dot) runs on the CUDA cores: the accumulator and both operand tiles
+# live in registers, so tiles stay small.
+_GEMM_BASE_FP32_STRICT: tuple[tuple[int, int, int, int, int], ...] = (
+    (64, 64, 32, 4, 3),
+    (128, 64, 32, 8, 3),
+    (64, 128, 32, 8, 3),
+    (128, 128, 32, 8, 2),
+    (32, 64, 32, 4, 3),
+    (64, 32, 32, 4, 3),
+)
+# Direct kernel (block_m pixels, block_n channels, num_warps). Channels are the contiguous
+# axis in NHWC (wide channel tiles, wide loads); in NCHW pixels are (tall pixel tiles).
+_DIRECT_BASE_NHWC: tuple[tuple[int, int, int], ...] = (
+    (64, 64, 4), (128, 32, 4), (32, 128, 4), (128, 64, 8), (256, 16, 4), (64, 32, 2),
+)
+_DIRECT_BASE_NCHW: tuple[tuple[int, int, int], ...] = (
+    (128, 16, 4), (256, 8, 4), (256, 16, 8), (512, 8, 8), (128, 32, 4), (64, 64, 4),
+)
+# Depthwise kernel (channels, tile width in pixels, tile size in pixels x channels,
+# num_warps). The tile is (size / channels) pixels, ``width`` of them per row; wider rows
+# share more of each tap's input window through L1.
+_DEPTHWISE_BASE_NHWC: tuple[tuple[int, int, int, int], ...] = (
+    (64, 8, 2048, 4), (64, 16, 4096, 8), (32, 8, 2048, 4), (128, 8, 4096, 4), (32, 16, 1024, 4),
+    (64, 4, 1024, 2),
+)
+_DEPTHWISE_BASE_NCHW: tuple[tuple[int, int, int, int], ...] = (
+    (8, 32, 1024, 4), (8, 16, 1024, 4), (16, 32, 2048, 4), (4, 32, 1024, 4), (8, 32, 2048, 8),
+    (16, 16, 1024, 4),
+)
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What the candidates are fitted to: SM count and shared memory per block."""
+
+    num_sms: int = H100_SMS
+    shared_memory_bytes: int = H100_SHARED_MEMORY
+
+    @property
+    def shared_memory_budget(self) -> int:
+        return int(self.shared_memory_bytes * SHARED_MEMORY_FRACTION)
+
+    @classmethod
+    def of(cls, device: torch.device | str | None) -> DeviceLimits:
+        """The limits of a CUDA device; H100 values for anything else."""
+        device = torch.device(device) if device is not None else None
+        if device is None or device.type != "cuda":
+            return cls()
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        smem = getattr(props, "shared_memory_per_block_optin", 0)
+        if not smem:  # older torch: ask Triton's driver
+            try:
+                smem = triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"]
+            except Exception:  # noqa: BLE001 - any failure: assume the H100's
+                smem = H100_SHARED_MEMORY
+        return cls(num_sms=props.multi_processor_count, shared_memory_bytes=int(smem))
+
+
+def _pow2_at_least(value: int, floor: int) -> int:
+    return max(floor, triton.next_power_of_2(max(int(value), 1)))
+
+
+# --------------------------------------------------------------------- the GEMMs
+def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
+    """The problem whose GEMM ``algorithm`` runs: grouped_gemm merges groups."""
+    if algorithm == "grouped_gemm":
+        return replace(problem, groups=problem.groups // group_pack_factor(problem))
+    return problem
+
+
+def reduction_slice(problem: ConvProblem, config: LaunchConfig) -> int:
+    """Length of one reduction slice that block_k steps through: the group's channels, or
+    filter-row x channels when the config fuses (s, c)."""
+    return problem.c_per_group * (problem.s if getattr(config, "fuse_sc", 0) else 1)
+
+
+def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
+    """Bytes of the operand ring: num_stages copies of an A (BM x BK) and a B (BK x BN) tile."""
+    tile = config.block_m * config.block_k + config.block_k * config.block_n
+    return config.num_stages * tile * problem.itemsize
+
+
+def gemm_useful_fraction(problem: ConvProblem, algorithm: str = "implicit_gemm") -> float:
+    """How much of the smallest tensor-core tile (16 wide over N and over a reduction
+    slice) holds real data: 3/256 for a 3x3 depthwise convolution as an implicit GEMM;
+    for grouped_gemm also the block-diagonal weight's share, 1/pack."""
+    gemm = gemm_problem(problem, algorithm)
+    slice_len = reduction_slice(gemm, default_config(problem, algorithm))
+    n_fill = gemm.k_per_group / _pow2_at_least(gemm.k_per_group, MIN_DOT_DIM)
+    fill = n_fill * slice_len / _pow2_at_least(slice_len, MIN_DOT_DIM)
+    return fill * gemm.groups / problem.groups
+
+
+def _fit_gemm(
+    problem: ConvProblem, start: LaunchConfig, base: tuple[int, int, int, int, int], limits: DeviceLimits
+) -> LaunchConfig | None:
+    block_m, block_n, block_k, num_warps, num_stages = base
+    if problem.itemsize == 4 and problem.allow_tf32:
+        block_k = max(MIN_DOT_DIM, block_k // 2)
+    block_n = min(block_n, _pow2_at_least(problem.gemm_n, MIN_DOT_DIM))
+    block_k = min(block_k, _pow2_at_least(reduction_slice(problem, start), MIN_DOT_DIM))
+    block_m = min(block_m, _pow2_at_least(problem.gemm_m, 2 * MIN_DOT_DIM))
+    if block_m * block_n <= 64 * 64:
+        num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
+    config = replace(start, block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
+                     num_warps=num_warps, num_stages=num_stages)
+    while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
+        config = replace(config, num_stages=config.num_stages - 1)
+    if implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
+        return None
+    return config
+
+
+def _gemm_score(problem: ConvProblem, config: LaunchConfig, limits: DeviceLimits) -> float:
+    """Rough efficiency in (0, 1]: useful fraction of the tiles x fullness of the last wave
+    x a preference for larger tiles (more reuse of each loaded operand)."""
+    m_tiles = triton.cdiv(problem.gemm_m, config.block_m)
+    n_tiles = triton.cdiv(problem.gemm_n, config.block_n)
+    slice_len = reduction_slice(problem, config)
+    useful = (
+        problem.gemm_m / (m_tiles * config.block_m)
+        * problem.gemm_n / (n_tiles * config.block_n)
+        * slice_len / (triton.cdiv(slice_len, config.block_k) * config.block_k)
+    )
+    tiles = m_tiles * n_tiles * problem.groups
+    # Resident blocks per SM, as shared memory allows (at most 2: registers bound the rest).
+    per_sm = max(1, min(2, limits.shared_memory_bytes // max(implicit_gemm_shared_memory(problem, config), 1)))
+    slots = limits.num_sms * per_sm
+    wave_fill = tiles / (triton.cdiv(tiles, slots) * slots)
+    # Operand bytes per output fall as BM*BN/(BM+BN): 64 for a 128x128 tile.
+    reuse = min(1.0, (config.block_m * config.block_n / (config.block_m + config.block_n)) / 64)
+    return useful * wave_fill * reuse**0.5
+
+
+def gemm_candidates(
+    problem: ConvProblem, limits: DeviceLimits | None = None, algorithm: str = "implicit_gemm"
+) -> list[LaunchConfig]:
+    """Fitted, de-duplicated configs of a GEMM algorithm (``implicit_gemm`` or
+    ``grouped_gemm``) for ``problem``, most promising first."""
+    limits = limits or DeviceLimits()
+    start = default_config(problem, algorithm)
+    gemm = gemm_problem(problem, algorithm)
+    fp32_strict = gemm.itemsize == 4 and not gemm.allow_tf32
+    base = _GEMM_BASE_FP32_STRICT if fp32_strict else _GEMM_BASE
+    fitted = [config for config in (_fit_gemm(gemm, start, b, limits) for b in base) if config is not None]
+    unique = list(dict.fromkeys(fitted))
+    # Stable sort: equal scores keep the base list's (measured) order.
+    return sorted(unique, key=lambda config: -_gemm_score(gemm, config, limits))
+
+
+def implicit_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    return gemm_candidates(problem, limits, "implicit_gemm")
+
+
+def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    return gemm_candidates(problem, limits, "grouped_gemm")
+
+
+# --------------------------------------------------------------------- CUDA-core kernels
+def _fits_registers(block_m: int, block_n: int, num_warps: int) -> bool:
+    return block_m * block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * num_warps
+
+
+def direct_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated direct-convolution configs for ``problem``.
+
+    The direct kernel tiles all K output channels (across groups), so ``block_n`` is
+    bounded by K, not K/groups; its loops are not pipelined (one stage).
+    """
+    start = default_config(problem, "direct")
+    base = _DIRECT_BASE_NHWC if problem.layout == "nhwc" else _DIRECT_BASE_NCHW
+    fitted = []
+    for block_m, block_n, num_warps in base:
+        block_n = min(block_n, _pow2_at_least(problem.k, 8))
+        block_m = min(block_m, _pow2_at_least(problem.gemm_m, 32))
+        if _fits_registers(block_m, block_n, num_warps):
+            fitted.append(replace(start, block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=1))
+    return list(dict.fromkeys(fitted))
+
+
+def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated depthwise configs: ``block_m`` pixels in rows of ``block_k``
+    (the tile width), ``block_n`` channels; one stage (no pipelined loop)."""
+    start = default_config(problem, "depthwise")
+    base = _DEPTHWISE_BASE_NHWC if problem.layout == "nhwc" else _DEPTHWISE_BASE_NCHW
+    fitted = []
+    for channels, width, size, num_warps in base:
+        channels = min(channels, _pow2_at_least(problem.k, 4))
+        width = min(width, _pow2_at_least(problem.out_w, 4))
+        rows = max(1, min(size // (channels * width), _pow2_at_least(problem.out_h, 1)))
+        block_m = rows * width
+        if _fits_registers(block_m, channels, num_warps):
+            fitted.append(replace(start, block_m=block_m, block_n=channels, block_k=width,
+                                  num_warps=num_warps, num_stages=1))
+    return list(dict.fromkeys(fitted))
+
+
+# Candidate generator per algorithm name. An algorithm missing here races with its
+# heuristic config only.
+GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
+    "implicit_gemm": implicit_gemm_candidates,
+    "grouped_gemm": grouped_gemm_candidates,
+    "depthwise": depthwise_candidates,
+    "direct": direct_candidates,
+}
+
+
+def is_thin(problem: ConvProblem) -> bool:
+    """Few channels per group on either side: a tensor-core tile is mostly padding."""
+    return min(problem.c_per_group, problem.k_per_group) <= MIN_TENSOR_CORE_DIM
+
+
+def algorithms_to_try(problem: ConvProblem) -> list[str]:
+    """The algorithms worth measuring on ``problem``, the heuristics' choice first: every
+    one that supports it, except a GEMM whose smallest tile would be under 1/16 useful,
+    and ``direct`` (the general CUDA-core kernel) unless the problem is thin. On depthwise
+    problems ``direct`` and ``depthwise`` both race: each wins some shapes on an H200."""
+    first = choose_algorithm(problem)
+    names = [first]
+    for name, algorithm in ALGORITHMS.items():
+        if name == first or algorithm.unsupported_reason(problem) is not None:
+            continue
+        if name in ("implicit_gemm", "grouped_gemm") and gemm_useful_fraction(problem, name) < 1 / 16:
+            continue
+        if name == "direct" and not is_thin(problem):
+            continue
+        names.append(name)
+    return names
+
+
+def candidates(
+    problem: ConvProblem,
+    limits: DeviceLimits | None = None,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+) -> list[tuple[str, LaunchConfig]]:
+    """(algorithm, config) pairs to measure on ``problem``: the heuristics' choice first,
+    then the others, the algorithms taking turns so that a cut list keeps each of them."""
+    limits = limits or DeviceLimits()
+    default_name = choose_algorithm(problem)
+    chosen: list[tuple[str, LaunchConfig]] = [(default_name, default_config(problem, default_name))]
+    ranked = []
+    for name in algorithms_to_try(problem):
+        generate = GENERATORS.get(name)
+        configs = generate(problem, limits) if generate is not None else [default_config(problem, name)]
+        ranked.append([(name, config) for config in configs])
+    for rank in range(max((len(lst) for lst in ranked), default=0)):
+        for lst in ranked:
+            if rank < len(lst) and lst[rank] not in chosen:
+                chosen.append(lst[rank])
+    return chosen[: max(1, max_candidates)]
