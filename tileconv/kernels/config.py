@@ -16,7 +16,6 @@ class LaunchConfig:
     num_warps: int = 4
     num_stages: int = 3
     fuse_sc: int = 0  # implicit GEMM only: 1 = reduce over (filter column, channel) jointly
-    persistent: int = 0  # implicit GEMM only: 0 = a program per tile, k = k programs per SM
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -28,7 +27,5 @@ class LaunchConfig:
     def __str__(self) -> str:
         return (
             f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
-            f"w{self.num_warps} s{self.num_stages}"
-            + (" fused-sc" if self.fuse_sc else "")
-            + (f" persistent{self.persistent}" if self.persistent else "")
+            f"w{self.num_warps} s{self.num_stages}" + (" fused-sc" if self.fuse_sc else "")
         )

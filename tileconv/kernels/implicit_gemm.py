@@ -28,7 +28,7 @@ from .common import store_output_tile, swizzle_tile
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
 # shapes (first calls stay fast). Strides and channel counts are: their divisibility
 # decides whether loads, masks and stores can be 16 bytes wide.
-@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S", "GROUPS", "NUM_PROGRAMS"])
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
 def conv2d_implicit_gemm_kernel(
     x_ptr,  # input  [N, C, H, W] through strides stride_xn.. (any layout)
     w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
@@ -36,8 +36,7 @@ def conv2d_implicit_gemm_kernel(
     bias_ptr,  # bias [K] (read only if HAS_BIAS)
     res_ptr,  # residual [N, K, P, Q] through strides stride_rn.. (read only if HAS_RESIDUAL)
     N, H, W, P, Q,  # batch, input height/width, output height/width
-    GROUPS, C_PER_GROUP, K_PER_GROUP,  # groups; GEMM reduction channels and GEMM N of one group
-    NUM_PROGRAMS,  # the grid size: programs stride over the tiles by this much
+    C_PER_GROUP, K_PER_GROUP,  # GEMM reduction channels and GEMM N of one group
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,  # pad_* = top/left padding
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_wk, stride_wc, stride_wr, stride_ws,
@@ -51,90 +50,95 @@ def conv2d_implicit_gemm_kernel(
     DOT_PRECISION: tl.constexpr,  # "ieee" (strict fp32) or "tf32"; ignored for 16-bit inputs
     UPCAST_DOT: tl.constexpr,  # interpreter only: tl.dot on bf16 is wrong there, so use fp32
     INT64: tl.constexpr,  # some tensor has >= 2**31 elements: index in int64
-    PERSISTENT: tl.constexpr,  # fewer programs than tiles, tile and reduction loops flattened
 ):
+    pid = tl.program_id(0)
+    group = tl.program_id(1)
     M = N * P * Q
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(K_PER_GROUP, BLOCK_N)
-    tiles_per_group = num_m * num_n
-    num_tiles = tiles_per_group * GROUPS
+    pid_m, pid_n = swizzle_tile(pid, num_m, num_n, GROUP_M)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+    mask_m = offs_m < M
+    mask_n = offs_n < K_PER_GROUP
+
+    # Output pixel m -> (n, p, q) and the input corner its window starts at.
+    n_idx = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    p_idx = pq // Q
+    q_idx = pq % Q
+    ih0 = p_idx * stride_h - pad_h
+    iw0 = q_idx * stride_w - pad_w
+    x_row = x_ptr + n_idx * stride_xn + (group * C_PER_GROUP) * stride_xc
+    w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     if FUSE_SC:
         # Few channels: one reduction index t = s * C/g + c runs over a whole filter row,
         # so that C/g = 3 does not pad each tap's channel slice to BLOCK_K (the stem, the
         # seed's C = 6 problem). In NHWC with dilation 1, t walks contiguous memory.
         span = S * C_PER_GROUP
-        red_blocks = tl.cdiv(span, BLOCK_K)
-        k_iters = R * red_blocks
+        t_blocks = tl.cdiv(span, BLOCK_K)
+        for it in range(0, R * t_blocks):
+            r = it // t_blocks
+            t = (it - r * t_blocks) * BLOCK_K + offs_k
+            s = t // C_PER_GROUP
+            c = t - s * C_PER_GROUP
+            mask_t = t < span
+            ih = ih0 + r * dil_h
+            iw = iw0[:, None] + (s * dil_w)[None, :]
+            row_ok = mask_m & (ih >= 0) & (ih < H)
+            a = tl.load(
+                (x_row + ih * stride_xh)[:, None] + iw * stride_xw + (c * stride_xc)[None, :],
+                mask=row_ok[:, None] & (iw >= 0) & (iw < W) & mask_t[None, :],
+                other=0.0,
+            )
+            b = tl.load(
+                (w_col + r * stride_wr)[None, :] + (s * stride_ws + c * stride_wc)[:, None],
+                mask=mask_t[:, None] & mask_n[None, :],
+                other=0.0,
+            )
+            if UPCAST_DOT:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
     else:
-        span = C_PER_GROUP
-        red_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
-        k_iters = R * S * red_blocks
-    offs_k = tl.arange(0, BLOCK_K)
-    if INT64:
-        offs_k = offs_k.to(tl.int64)
-
-    # Persistent launch: the tile loop and the reduction loop are flattened into one
-    # pipelined stream, so the next tile's first loads are in flight while this tile's
-    # epilogue runs: the seed's "head and tail" of short reductions, hidden. Otherwise
-    # one program per tile and this loop runs once.
-    for tile in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=PERSISTENT):
-        group = tile // tiles_per_group
-        pid_m, pid_n = swizzle_tile(tile % tiles_per_group, num_m, num_n, GROUP_M)
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        if INT64:
-            offs_m = offs_m.to(tl.int64)
-            offs_n = offs_n.to(tl.int64)
-        mask_m = offs_m < M
-        mask_n = offs_n < K_PER_GROUP
-        # Output pixel m -> (n, p, q) and the input corner its window starts at.
-        n_idx = offs_m // (P * Q)
-        pq = offs_m % (P * Q)
-        p_idx = pq // Q
-        q_idx = pq % Q
-        ih0 = p_idx * stride_h - pad_h
-        iw0 = q_idx * stride_w - pad_w
-        x_row = x_ptr + n_idx * stride_xn + (group * C_PER_GROUP) * stride_xc
-        w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
-
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for it in range(0, k_iters):
-            if FUSE_SC:
-                r = it // red_blocks
-                t = (it - r * red_blocks) * BLOCK_K + offs_k
-                s = t // C_PER_GROUP
-                c = t - s * C_PER_GROUP
-                mask_t = t < span
-                ih = ih0 + r * dil_h
-                iw = iw0[:, None] + (s * dil_w)[None, :]
-                row_ok = mask_m & (ih >= 0) & (ih < H)
-                a_ptrs = (x_row + ih * stride_xh)[:, None] + iw * stride_xw + (c * stride_xc)[None, :]
-                a_mask = row_ok[:, None] & (iw >= 0) & (iw < W) & mask_t[None, :]
-                b_ptrs = (w_col + r * stride_wr)[None, :] + (s * stride_ws + c * stride_wc)[:, None]
-            else:
-                tap = it // red_blocks
-                c = (it - tap * red_blocks) * BLOCK_K + offs_k
-                r = tap // S
-                s = tap - r * S
-                ih = ih0 + r * dil_h
-                iw = iw0 + s * dil_w
-                mask_t = c < C_PER_GROUP
-                # The mask is the padding halo: taps outside the input read as zero.
-                in_bounds = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-                a_ptrs = (x_row + ih * stride_xh + iw * stride_xw)[:, None] + (c * stride_xc)[None, :]
-                a_mask = in_bounds[:, None] & mask_t[None, :]
-                b_ptrs = (w_col + r * stride_wr + s * stride_ws)[None, :] + (c * stride_wc)[:, None]
-            a = tl.load(a_ptrs, mask=a_mask, other=0.0)
-            b = tl.load(b_ptrs, mask=mask_t[:, None] & mask_n[None, :], other=0.0)
+        c_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
+        for it in range(0, R * S * c_blocks):
+            tap = it // c_blocks
+            c = (it - tap * c_blocks) * BLOCK_K + offs_k
+            r = tap // S
+            s = tap - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            # The mask is the padding halo: taps outside the input read as zero.
+            in_bounds = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            mask_c = c < C_PER_GROUP
+            a = tl.load(
+                (x_row + ih * stride_xh + iw * stride_xw)[:, None] + (c * stride_xc)[None, :],
+                mask=in_bounds[:, None] & mask_c[None, :],
+                other=0.0,
+            )
+            b = tl.load(
+                (w_col + r * stride_wr + s * stride_ws)[None, :] + (c * stride_wc)[:, None],
+                mask=mask_c[:, None] & mask_n[None, :],
+                other=0.0,
+            )
             if UPCAST_DOT:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
 
-        # Epilogue on the fp32 accumulator: + bias, + residual, activation, one store.
-        store_output_tile(
-            acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m,
-            group * K_PER_GROUP + offs_n, mask_n,
-            stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-            alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
-        )
+    # Epilogue on the fp32 accumulator: + bias, + residual, activation, one store.
+    store_output_tile(
+        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m,
+        group * K_PER_GROUP + offs_n, mask_n,
+        stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+        alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
+    )

@@ -7,7 +7,6 @@ two launchers cannot drift apart.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 
 import torch
@@ -66,35 +65,20 @@ def launch_implicit_gemm(
         # B-tile rows run along C; in an NCHW weight they would lie R*S elements apart.
         weight = channels_last_weight(weight)
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
-    tiles = (
-        triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n) * problem.groups
+    grid = (
+        triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n),
+        problem.groups,
     )
-    programs = tiles
-    if config.persistent:
-        programs = min(tiles, config.persistent * multiprocessor_count(x.device))
     fp32 = problem.dtype == torch.float32
-    return conv2d_implicit_gemm_kernel[(programs,)](
-        *args, problem.groups, problem.c_per_group, problem.k_per_group, programs, *geometry,
+    return conv2d_implicit_gemm_kernel[grid](
+        *args, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         GROUP_M=config.group_m, FUSE_SC=bool(config.fuse_sc),
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
         UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
-        PERSISTENT=programs < tiles,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-
-
-@functools.lru_cache(maxsize=None)
-def _multiprocessor_count(device_type: str, index: int | None) -> int:
-    if device_type != "cuda":
-        return 4  # the interpreter: a few programs, enough to exercise the tile loop
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
-def multiprocessor_count(device: torch.device) -> int:
-    """SMs of ``device`` (persistent grids are sized from it)."""
-    return _multiprocessor_count(device.type, device.index if device.index is not None else None)
 
 
 def launch_direct(
