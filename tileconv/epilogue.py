@@ -81,7 +81,9 @@ class Activation:
         if isinstance(activation, tuple) and activation and isinstance(activation[0], str):
             name, params = activation[0], activation[1:]
             numbers = all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in params)
-            if name == "leaky_relu" and len(params) == 1 and numbers and math.isfinite(params[0]):
+            if name == "leaky_relu" and len(params) == 1 and numbers:
+                if not math.isfinite(params[0]):
+                    raise ValueError(f"activation={activation!r}: leaky_relu needs a finite slope")
                 return cls("leaky_relu", float(params[0]), 0.0)
             if name == "clamp" and len(params) == 2 and numbers:
                 lo, hi = float(params[0]), float(params[1])

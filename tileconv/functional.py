@@ -77,7 +77,9 @@ def conv2d_problem(
     out = _allocate_output(problem, x)
     if problem.n == 0:
         return out
-    algorithm, chosen = dispatch.select(problem, algo)
+    if bias is not None:
+        bias = bias.contiguous()  # the kernels read bias[k] at bias_ptr + k (a strided view would be misread)
+    algorithm, chosen = dispatch.select(problem, algo, x.device)
     algorithm.launch(problem, x, weight, bias, residual, out, config or chosen)
     return out
 

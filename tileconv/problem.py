@@ -251,6 +251,8 @@ def problem_from_arguments(
         raise ValueError(f"groups={groups} must be positive")
     n, c, h, w = input.shape
     k, c_per_group, r, s = weight.shape
+    if c % groups != 0:
+        raise ValueError(f"groups={groups} does not divide the input channels C={c} (input.shape[1])")
     if c != c_per_group * groups:
         raise ValueError(
             f"input has C={c} channels but weight.shape[1]={c_per_group} * groups={groups} "

@@ -25,10 +25,15 @@ def conv2d_reference(
     *,
     activation: ActivationArg = None,
     residual: torch.Tensor | None = None,
+    device: str | torch.device = "cpu",
 ) -> torch.Tensor:
-    """``activation(conv2d(input, weight) + bias + residual)`` in float64 on the CPU."""
+    """``activation(conv2d(input, weight) + bias + residual)`` in float64.
+
+    Computed on ``device`` (the CPU by default; a GPU computes float64 too, much faster
+    for the large random problems of ``verify``)."""
+
     def f64(t: torch.Tensor | None) -> torch.Tensor | None:
-        return None if t is None else t.detach().to(device="cpu", dtype=torch.float64)
+        return None if t is None else t.detach().to(device=device, dtype=torch.float64)
 
     out = F.conv2d(f64(input), f64(weight), f64(bias), stride, padding, dilation, groups)
     if residual is not None:

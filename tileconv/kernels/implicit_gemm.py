@@ -50,18 +50,24 @@ def conv2d_implicit_gemm_kernel(
     DOT_PRECISION: tl.constexpr,  # "ieee" (strict fp32) or "tf32"; ignored for 16-bit inputs
     UPCAST_DOT: tl.constexpr,  # interpreter only: tl.dot on bf16 is wrong there, so use fp32
     INT64: tl.constexpr,  # some tensor has >= 2**31 elements: index in int64
+    # grouped_gemm: the groups merged into this GEMM have SUB_C input and SUB_K output
+    # channels each (0: no merging). Their block-diagonal weight multiplies a NaN/Inf of
+    # one group by the zeros of another; tiles that read a non-finite input are redone
+    # exactly, group by group, so that NaN/Inf spread as in PyTorch and no further.
+    SUB_C: tl.constexpr = 0, SUB_K: tl.constexpr = 0,
 ):
-    pid = tl.program_id(0)
-    group = tl.program_id(1)
     M = N * P * Q
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(K_PER_GROUP, BLOCK_N)
-    pid_m, pid_n = swizzle_tile(pid, num_m, num_n, GROUP_M)
+    # One grid axis for all groups' tiles: the second axis would cap groups at 65535.
+    group = tl.program_id(0) // (num_m * num_n)
+    pid_m, pid_n = swizzle_tile(tl.program_id(0) % (num_m * num_n), num_m, num_n, GROUP_M)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     if INT64:
+        group = group.to(tl.int64)  # group * C/g * stride_c passes 2**31 in a large NCHW input
         offs_m = offs_m.to(tl.int64)
         offs_n = offs_n.to(tl.int64)
         offs_k = offs_k.to(tl.int64)
@@ -79,6 +85,7 @@ def conv2d_implicit_gemm_kernel(
     w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    nonfinite = 0
     if FUSE_SC:
         # Few channels: one reduction index t = s * C/g + c runs over a whole filter row,
         # so that C/g = 3 does not pad each tap's channel slice to BLOCK_K (the stem, the
@@ -104,6 +111,8 @@ def conv2d_implicit_gemm_kernel(
                 mask=mask_t[:, None] & mask_n[None, :],
                 other=0.0,
             )
+            if SUB_K > 0:
+                nonfinite += tl.sum(tl.where(tl.abs(a.to(tl.float32)) < float("inf"), 0, 1))
             if UPCAST_DOT:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
@@ -130,10 +139,30 @@ def conv2d_implicit_gemm_kernel(
                 mask=mask_c[:, None] & mask_n[None, :],
                 other=0.0,
             )
+            if SUB_K > 0:
+                nonfinite += tl.sum(tl.where(tl.abs(a.to(tl.float32)) < float("inf"), 0, 1))
             if UPCAST_DOT:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+
+    if SUB_K > 0:
+        if nonfinite > 0:  # rare: redo this tile on the CUDA cores, each output from its own group
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            channel0 = (offs_n // SUB_K) * SUB_C  # first channel of column k's own group
+            for r in range(0, R):
+                ih = ih0 + r * dil_h
+                for s in range(0, S):
+                    iw = iw0 + s * dil_w
+                    ok = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+                    for c in range(0, SUB_C):
+                        xv = tl.load(
+                            (x_row + ih * stride_xh + iw * stride_xw)[:, None] + ((channel0 + c) * stride_xc)[None, :],
+                            mask=ok[:, None] & mask_n[None, :], other=0.0,
+                        )
+                        wv = tl.load(w_col + r * stride_wr + s * stride_ws + (channel0 + c) * stride_wc,
+                                     mask=mask_n, other=0.0)
+                        acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
 
     # Epilogue on the fp32 accumulator: + bias, + residual, activation, one store.
     store_output_tile(

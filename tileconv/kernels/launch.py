@@ -58,17 +58,16 @@ def launch_implicit_gemm(
     residual: torch.Tensor | None,
     out: torch.Tensor,
     config: LaunchConfig,
+    sub_groups: tuple[int, int] = (0, 0),
 ):
     """Run :func:`conv2d_implicit_gemm_kernel` over the whole output; returns the
-    compiled kernel (its ``asm`` holds the PTX and cubin for inspection)."""
+    compiled kernel (its ``asm`` holds the PTX and cubin for inspection).
+    ``sub_groups``: (C/g, K/g) of the groups merged into ``problem``'s (grouped_gemm)."""
     if problem.r * problem.s > 1:
         # B-tile rows run along C; in an NCHW weight they would lie R*S elements apart.
         weight = channels_last_weight(weight)
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
-    grid = (
-        triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n),
-        problem.groups,
-    )
+    grid = (triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n) * problem.groups,)
     fp32 = problem.dtype == torch.float32
     return conv2d_implicit_gemm_kernel[grid](
         *args, problem.c_per_group, problem.k_per_group, *geometry,
@@ -77,6 +76,7 @@ def launch_implicit_gemm(
         GROUP_M=config.group_m, FUSE_SC=bool(config.fuse_sc),
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
         UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        SUB_C=sub_groups[0], SUB_K=sub_groups[1],
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
@@ -155,5 +155,6 @@ def launch_grouped_gemm(
     pack = group_pack_factor(problem)
     merged = replace(problem, groups=problem.groups // pack)
     return launch_implicit_gemm(
-        merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual, out, config
+        merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual, out, config,
+        sub_groups=(problem.c_per_group, problem.k_per_group),
     )

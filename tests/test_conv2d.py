@@ -1,0 +1,685 @@
+"""tileconv.conv2d against the float64 reference, over the problem space.
+
+The bulk of the coverage is a pairwise set (:func:`pairwise_cases`): every value of every
+option (stride, padding, dilation, groups, kernel, size, channels, dtype, layout,
+activation, bias, residual, algorithm) meets every value of every other option in at least
+one case, without paying for the cartesian product. Targeted tests follow for what pairs do
+not reach: the full dtype x layout x algorithm grid, pinned launch configs for the kernels'
+edge paths, strided and permuted tensors, unbatched and empty inputs, NaN/Inf, int64 indexing.
+
+Outputs are allocated under ``poison_outputs()`` (NaN-filled), so an element a kernel never
+writes fails the comparison. Inputs are fresh random numbers each session (conftest's seed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+import torch
+
+import tileconv
+from tileconv import LaunchConfig
+from tileconv.functional import conv2d_problem
+from tileconv.kernels import supported_algorithms
+from tileconv.problem import problem_from_arguments
+from tileconv.testing import assert_conv_close, compare, tolerance
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+DTYPES = {
+    "fp16": (torch.float16, False),
+    "bf16": (torch.bfloat16, False),
+    "fp32": (torch.float32, False),
+    "tf32": (torch.float32, True),  # float32 with torch.backends.cudnn.allow_tf32 = True
+}
+ACTIVATIONS = [None, *(a for a in tileconv.ACTIVATION_NAMES if a != "clamp"), ("leaky_relu", 0.2), ("clamp", -0.5, 0.5)]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One conv2d call: sizes, arguments as the user passes them, and how to run it."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    stride: int | tuple[int, int] = 1
+    padding: int | tuple[int, int] | str = 0
+    dilation: int | tuple[int, int] = 1
+    groups: int = 1
+    dtype: str = "fp32"  # a key of DTYPES
+    layout: str = "nchw"  # 'nchw' (contiguous) or 'nhwc' (channels_last)
+    activation: object = None
+    bias: bool = False
+    residual: bool = False
+    algo: str = "auto"  # 'auto' goes through tileconv.conv2d, else conv2d_problem(algo=...)
+    config: LaunchConfig | None = None
+
+    @property
+    def id(self) -> str:
+        act = self.activation
+        act = "-".join(str(a) for a in act) if isinstance(act, tuple) else str(act)
+        parts = [
+            f"{self.n}x{self.c}x{self.h}x{self.w}-k{self.k}-{self.r}x{self.s}",
+            f"s{_text(self.stride)}-p{_text(self.padding)}-d{_text(self.dilation)}-g{self.groups}",
+            self.dtype, self.layout, act,
+        ]
+        parts += ["bias"] if self.bias else []
+        parts += ["res"] if self.residual else []
+        parts.append(self.algo)
+        if self.config is not None:
+            cfg = self.config
+            parts.append(f"cfg{cfg.block_m}.{cfg.block_n}.{cfg.block_k}.{cfg.group_m}" + ("f" if cfg.fuse_sc else ""))
+        return "-".join(parts)
+
+    def arguments(self) -> tuple:
+        return (self.stride, self.padding, self.dilation, self.groups)
+
+    def meta_problem(self):
+        """The ConvProblem tileconv derives for this call (from meta tensors: no data)."""
+        dtype = DTYPES[self.dtype][0]
+        fmt = torch.channels_last if self.layout == "nhwc" else torch.contiguous_format
+        x = torch.empty(self.n, self.c, self.h, self.w, dtype=dtype, device="meta").contiguous(memory_format=fmt)
+        w = torch.empty(self.k, self.c // self.groups, self.r, self.s, dtype=dtype, device="meta")
+        bias = torch.empty(self.k, dtype=dtype, device="meta") if self.bias else None
+        problem = problem_from_arguments(x, w, bias, *self.arguments(), self.activation)
+        if self.residual:
+            residual = torch.empty(problem.output_shape, dtype=dtype, device="meta")
+            problem = problem_from_arguments(x, w, bias, *self.arguments(), self.activation, residual)
+        return problem
+
+    def is_valid(self) -> bool:
+        """True if tileconv accepts the arguments and the forced algorithm computes them."""
+        if self.c % self.groups or self.k % self.groups:
+            return False
+        try:
+            problem = self.meta_problem()
+        except ValueError:
+            return False
+        return self.algo == "auto" or self.algo in supported_algorithms(problem)
+
+
+def with_each_algorithm(cases: list[Case]) -> list:
+    """``cases`` once per registered algorithm that computes them (new algorithms included)."""
+    params = []
+    for case in cases:
+        for name in supported_algorithms(case.meta_problem()):
+            params.append(pytest.param(replace(case, algo=name), id=replace(case, algo=name).id))
+    return params
+
+
+def _text(value) -> str:
+    if isinstance(value, tuple):
+        return "x".join(str(v) for v in value)
+    return str(value)
+
+
+# --------------------------------------------------------------------- running one case
+@dataclass
+class Tensors:
+    x: torch.Tensor
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+    residual: torch.Tensor | None
+
+
+def make_inputs(case: Case, device: str, seed: int) -> Tensors:
+    """Random N(0, 1) input, weights scaled by 1/sqrt(C/g*R*S) so outputs are O(1)."""
+    gen = torch.Generator().manual_seed(seed)
+    dtype = DTYPES[case.dtype][0]
+
+    def randn(*shape, scale=1.0):
+        return (torch.randn(shape, generator=gen) * scale).to(dtype=dtype, device=device)
+
+    fmt = torch.channels_last if case.layout == "nhwc" else torch.contiguous_format
+    x = randn(case.n, case.c, case.h, case.w).contiguous(memory_format=fmt)
+    c_per_group = case.c // case.groups
+    weight = randn(case.k, c_per_group, case.r, case.s, scale=1 / math.sqrt(c_per_group * case.r * case.s))
+    bias = randn(case.k) if case.bias else None
+    residual = None
+    if case.residual:
+        residual = randn(*case.meta_problem().output_shape).contiguous(memory_format=fmt)
+    return Tensors(x, weight, bias, residual)
+
+
+def run_tileconv(case: Case, t: Tensors) -> torch.Tensor:
+    """tileconv's output for ``case`` (public API for 'auto', else a forced algorithm/config)."""
+    with tileconv.poison_outputs():
+        if case.algo == "auto" and case.config is None:
+            return tileconv.conv2d(
+                t.x, t.weight, t.bias, *case.arguments(), activation=case.activation, residual=t.residual
+            )
+        problem = problem_from_arguments(t.x, t.weight, t.bias, *case.arguments(), case.activation, t.residual)
+        return conv2d_problem(problem, t.x, t.weight, t.bias, t.residual, algo=case.algo, config=case.config)
+
+
+def reference(case: Case, t: Tensors) -> torch.Tensor:
+    return tileconv.conv2d_reference(
+        t.x, t.weight, t.bias, *case.arguments(), activation=case.activation, residual=t.residual
+    )
+
+
+def check_case(case: Case, device: str, seed: int, tensors: Tensors | None = None) -> torch.Tensor:
+    """Run ``case`` and assert it matches the float64 reference, in dtype, device and layout."""
+    torch.backends.cudnn.allow_tf32 = DTYPES[case.dtype][1]  # the allow_tf32 fixture restores it
+    t = tensors or make_inputs(case, device, seed)
+    problem = problem_from_arguments(t.x, t.weight, t.bias, *case.arguments(), case.activation, t.residual)
+    out = run_tileconv(case, t)
+    where = f"{case.id} (seed {seed})"
+    assert out.dtype == t.x.dtype and out.device == t.x.device, f"{where}: output is {out.dtype} on {out.device}"
+    assert_conv_close(out, reference(case, t), tolerance(problem), context=where)
+    if t.x.dim() == 4 and t.x.is_contiguous(memory_format=torch.channels_last) and not t.x.is_contiguous():
+        assert out.is_contiguous(memory_format=torch.channels_last), f"{where}: channels_last input, output strides {out.stride()}"
+    else:
+        assert out.is_contiguous(), f"{where}: NCHW input, output strides {out.stride()}"
+    return out
+
+
+# --------------------------------------------------------------------- the pairwise set
+# (C, K) by groups option; groups is 1, 2, or C for depthwise with channel multiplier 1 or 2
+# ('dw1', 'dw2'). Includes the seeds' odd C = 3, K = 5, and C/g = 40 (more channels than one
+# default reduction step takes).
+CHANNELS = {
+    "g1": [(3, 5), (16, 8), (20, 24), (40, 12)],
+    "g2": [(6, 10), (4, 6), (16, 24), (80, 8)],
+    "dw1": [(3, 3), (8, 8), (16, 16), (24, 24)],
+    "dw2": [(3, 6), (5, 10), (8, 16), (12, 24)],
+}
+OPTIONS: dict[str, list] = {
+    "kernel": [(1, 1), (3, 3), (5, 5), (1, 7), (7, 1), (2, 2)],
+    "stride": [1, 2, (2, 1)],
+    "padding": [0, 1, (2, 0), "same", "valid"],
+    "dilation": [1, 2],
+    "groups": list(CHANNELS),
+    "channels": [0, 1, 2, 3],  # index into CHANNELS[groups]
+    "size": [(2, 7, 9), (1, 9, 8), (2, 5, 6)],  # (N, H, W)
+    "dtype": list(DTYPES),
+    "layout": ["nchw", "nhwc"],
+    "activation": ACTIVATIONS,
+    "bias": [False, True],
+    "residual": [False, True],
+    "algo": [*tileconv.ALGORITHMS, "auto"],  # every registered kernel, forced, and the dispatcher's pick
+}
+
+
+def _case_from(choice: dict) -> Case:
+    c, k = CHANNELS[choice["groups"]][choice["channels"]]
+    groups = {"g1": 1, "g2": 2}.get(choice["groups"], c)
+    n, h, w = choice["size"]
+    r, s = choice["kernel"]
+    return Case(
+        n, c, h, w, k, r, s, choice["stride"], choice["padding"], choice["dilation"], groups,
+        choice["dtype"], choice["layout"], choice["activation"], choice["bias"], choice["residual"], choice["algo"],
+    )
+
+
+def _all_pairs(pick: dict) -> set:
+    """The (option, value index) pairs that one case covers."""
+    return {((a, pick[a]), (b, pick[b])) for a, b in itertools.combinations(pick, 2)}
+
+
+def pairwise_cases(seed: int = 20240607, candidates: int = 30, tries: int = 300) -> list[Case]:
+    """A covering array of strength 2 over OPTIONS, built greedily (AETG): for the first pair
+    not yet covered, draw random valid cases that hold it and keep the one covering the most
+    new pairs. A pair that no valid case holds in ``tries`` draws (padding='same' with a
+    stride of 2, an algorithm with a problem it does not compute) is dropped. Seeded, so the case list and test ids are stable."""
+    rng = random.Random(seed)
+    names = list(OPTIONS)
+    uncovered = {
+        ((a, i), (b, j))
+        for a, b in itertools.combinations(names, 2)
+        for i in range(len(OPTIONS[a]))
+        for j in range(len(OPTIONS[b]))
+    }
+    cases = []
+    while uncovered:
+        (a, i), (b, j) = target = min(uncovered)
+        best, best_gain, found = None, 0, 0
+        for _ in range(tries):
+            pick = {name: rng.randrange(len(OPTIONS[name])) for name in names}
+            pick[a], pick[b] = i, j
+            if not _case_from(_values(pick)).is_valid():
+                continue
+            gain = len(_all_pairs(pick) & uncovered)
+            if gain > best_gain:
+                best, best_gain = pick, gain
+            found += 1
+            if found == candidates:
+                break
+        if best is None:
+            uncovered.discard(target)
+            continue
+        uncovered -= _all_pairs(best)
+        cases.append(_case_from(_values(best)))
+    return cases
+
+
+def _values(pick: dict) -> dict:
+    return {name: OPTIONS[name][i] for name, i in pick.items()}
+
+
+PAIRWISE = pairwise_cases()
+
+
+def test_pairwise_set_covers_every_feasible_pair():
+    """The generated set is a covering set: every pair of option values that can meet is in
+    some case (missing: padding='same' with a stride of 2, and algorithms paired with what
+    they do not compute, e.g. 'depthwise' with groups=1), and every value is in several cases."""
+    present = set()
+    for case in PAIRWISE:
+        pick = {name: OPTIONS[name].index(_option_value(case, name)) for name in OPTIONS}
+        present |= _all_pairs(pick)
+    missing = []
+    for a, b in itertools.combinations(OPTIONS, 2):
+        for i, j in itertools.product(range(len(OPTIONS[a])), range(len(OPTIONS[b]))):
+            if ((a, i), (b, j)) not in present:
+                missing.append({a: OPTIONS[a][i], b: OPTIONS[b][j]})
+    unexplained = [m for m in missing if "algo" not in m and not (m.get("padding") == "same" and m.get("stride", 2) != 1)]
+    assert not unexplained, unexplained
+    assert {"padding": "same", "stride": 2} in missing
+    for name, values in OPTIONS.items():
+        for value in values:
+            count = sum(_option_value(case, name) == value for case in PAIRWISE)
+            assert count >= 3, f"{name}={value!r} appears in {count} cases"
+
+
+def _option_value(case: Case, name: str):
+    if name == "kernel":
+        return (case.r, case.s)
+    if name == "groups":
+        return "g1" if case.groups == 1 else "g2" if case.groups == 2 else f"dw{case.k // case.c}"
+    if name == "channels":
+        key = _option_value(case, "groups")
+        return CHANNELS[key].index((case.c, case.k))
+    if name == "size":
+        return (case.n, case.h, case.w)
+    return getattr(case, name)
+
+
+@pytest.mark.parametrize("case", PAIRWISE, ids=[c.id for c in PAIRWISE])
+def test_pairwise(case: Case, device: str, seed: int, allow_tf32):
+    check_case(case, device, seed)
+
+
+# --------------------------------------------------------------------- dtype x layout x algorithm
+# A dense, a grouped and a depthwise problem, in every dtype and layout, through every
+# algorithm that computes it.
+GRID_BASES = [
+    Case(2, 16, 7, 9, 24, 3, 3, padding=1, activation="silu", bias=True, residual=True),
+    Case(2, 16, 7, 9, 24, 3, 3, stride=(2, 1), padding=1, groups=4, activation="relu", bias=True),
+    Case(2, 8, 7, 9, 16, 3, 3, padding="same", groups=8, activation="hardswish", residual=True),
+]
+GRID = with_each_algorithm(
+    [replace(base, dtype=dtype, layout=layout) for base in GRID_BASES for dtype in DTYPES for layout in ("nchw", "nhwc")]
+)
+
+
+@pytest.mark.parametrize("case", GRID)
+def test_dtype_layout_algorithm_grid(case: Case, device: str, seed: int, allow_tf32):
+    check_case(case, device, seed)
+
+
+def test_allow_tf32_is_read_per_call(device: str, allow_tf32):
+    """The flag becomes part of the problem at call time (it picks the dot's precision)."""
+    x = torch.randn(1, 4, 5, 5, device=device)
+    w = torch.randn(4, 4, 3, 3, device=device)
+    for flag in (False, True):
+        torch.backends.cudnn.allow_tf32 = flag
+        problem = problem_from_arguments(x, w)
+        assert problem.allow_tf32 is flag and problem.dtype_name == ("float32+tf32" if flag else "float32")
+
+
+# --------------------------------------------------------------------- pinned launch configs
+# Each row reaches a path the default configs may not: tiles larger than the whole problem,
+# BLOCK_K < C/groups (the channel loop takes several steps, the last one masked), M and N
+# tails, a swizzle group larger than the remaining row tiles, direct tiles spanning groups.
+CONFIG_CASES = [
+    # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
+    Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
+    # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.
+    Case(2, 40, 7, 9, 20, 3, 3, padding=1, dtype="fp16", bias=True, algo="implicit_gemm",
+         config=LaunchConfig(32, 16, 16, 1, 4, 3)),
+    Case(1, 40, 6, 5, 12, 1, 1, dtype="bf16", layout="nhwc", residual=True, activation="relu",
+         algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 4, 2, 2)),
+    # grouped: C/g = 36 in 16-channel steps, K/g = 18 with a 16-wide N tile (tail of 2).
+    Case(2, 72, 5, 7, 36, 3, 1, padding=(1, 0), groups=2, dtype="fp32", algo="implicit_gemm",
+         config=LaunchConfig(16, 16, 16, 2, 4, 1)),
+    # swizzle: 9 row tiles in groups of 4 (last group of 1) and 2 column tiles.
+    Case(2, 8, 9, 8, 32, 3, 3, stride=1, padding="same", dtype="fp16", layout="nhwc", activation="gelu",
+         algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 4, 4, 3)),
+    # depthwise through the GEMM kernel: one group per channel, tile mostly padding.
+    Case(2, 8, 7, 9, 16, 3, 3, padding=1, groups=8, dtype="fp16", algo="implicit_gemm",
+         config=LaunchConfig(32, 16, 16, 8, 4, 2)),
+    # direct: 4-channel tiles that cut across groups (K/g = 6), M tail.
+    Case(2, 6, 7, 9, 12, 3, 3, stride=2, padding=1, groups=3, dtype="fp16", bias=True, algo="direct",
+         config=LaunchConfig(16, 4, 32, 8, 1, 1)),
+    # direct: tile far larger than the problem.
+    Case(1, 3, 4, 4, 5, 2, 2, dtype="bf16", layout="nhwc", residual=True, algo="direct",
+         config=LaunchConfig(128, 64, 32, 8, 4, 1)),
+    # direct, depthwise x2: 8-channel tiles over 16 channels, dilated 5x5.
+    Case(2, 8, 9, 9, 16, 5, 5, padding=2, dilation=2, groups=8, dtype="fp32", activation="tanh",
+         algo="direct", config=LaunchConfig(32, 8, 32, 8, 2, 1)),
+    # implicit GEMM reducing over (filter column, channel) jointly: C = 3 x S = 7 = 21 in
+    # 16-wide steps (tail 5), dilated along W; C = 6 x S = 6 = 36 (three steps, tail 4).
+    Case(2, 3, 9, 9, 8, 3, 7, stride=(1, 2), padding=(1, 3), dilation=(1, 2), dtype="fp16", layout="nhwc",
+         bias=True, algo="implicit_gemm", config=LaunchConfig(32, 16, 16, 8, 4, 2, fuse_sc=1)),
+    Case(1, 6, 8, 9, 6, 6, 6, padding="same", dtype="bf16", layout="nchw", activation="gelu_tanh",
+         algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 2, 4, 2, fuse_sc=1)),
+    # ... and grouped (the group's channel offset), 2 channels per group, padding on one side.
+    Case(2, 8, 7, 9, 12, 3, 3, padding=(0, 1), groups=4, dtype="fp32", residual=True,
+         algo="implicit_gemm", config=LaunchConfig(32, 16, 16, 8, 4, 1, fuse_sc=1)),
+    # grouped GEMM: 16 groups of 4 -> 8 channels merged 8 at a time (two merged groups of
+    # 32 -> 64), N tile 32 of the merged 64, M tail.
+    Case(1, 64, 5, 7, 128, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True,
+         algo="grouped_gemm", config=LaunchConfig(16, 32, 16, 2, 4, 2)),
+    Case(2, 12, 7, 9, 18, 1, 3, stride=2, padding=(0, 1), groups=6, dtype="bf16", activation="relu6",
+         algo="grouped_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
+    # depthwise: 4x4 pixel tiles (block_m 16, width block_k 4) over a 7x9 output (tails in
+    # both), 4-channel tiles over K = 16 (multiplier 2).
+    Case(2, 8, 7, 9, 16, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         algo="depthwise", config=LaunchConfig(16, 4, 4, 8, 1, 1)),
+    # depthwise: one 4x16 tile larger than the 3x4 output, 32 channels for 3 (multiplier 1).
+    Case(1, 3, 5, 7, 3, 3, 3, stride=2, padding=(1, 0), groups=3, dtype="fp32", activation="silu",
+         algo="depthwise", config=LaunchConfig(64, 32, 16, 8, 4, 1)),
+    # depthwise: 1-pixel-wide rows (width 1), multiplier 3, dilated, NCHW.
+    Case(2, 4, 9, 8, 12, 3, 3, padding=2, dilation=2, groups=4, dtype="bf16", activation="sigmoid",
+         algo="depthwise", config=LaunchConfig(8, 8, 1, 8, 2, 1)),
+]
+
+
+def test_pinned_configs_reach_every_algorithm():
+    """A kernel added to tileconv.ALGORITHMS without pinned-config cases fails here."""
+    assert {c.algo for c in CONFIG_CASES} == set(tileconv.ALGORITHMS)
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES, ids=[c.id for c in CONFIG_CASES])
+def test_pinned_launch_config(case: Case, device: str, seed: int, allow_tf32):
+    assert case.is_valid(), f"{case.id}: {case.algo} does not compute this problem"
+    check_case(case, device, seed)
+
+
+# --------------------------------------------------------------------- strided tensors
+def _strided(kind: str, shape: tuple[int, ...], dtype: torch.dtype, device: str, gen: torch.Generator):
+    """A tensor of ``shape`` whose memory is not a plain NCHW or NHWC block."""
+    n, c, h, w = shape
+
+    def randn(*s):
+        return torch.randn(s, generator=gen).to(dtype=dtype, device=device)
+
+    if kind == "channel_slice":  # every other channel of a wider tensor
+        return randn(n, 2 * c, h, w)[:, ::2]
+    if kind == "spatial_window":  # a window of a larger image: storage offset, row stride > W
+        return randn(n, c, h + 3, w + 5)[:, :, 2 : 2 + h, 1 : 1 + w]
+    if kind == "transposed_hw":  # H and W swapped in memory
+        return randn(n, c, w, h).transpose(2, 3)
+    if kind == "nhwc_permuted":  # an (N, H, W, C) tensor viewed as NCHW with a channel slice
+        return randn(n, h, w, c + 2).permute(0, 3, 1, 2)[:, 1 : 1 + c]
+    raise AssertionError(kind)
+
+
+STRIDED_KINDS = ["channel_slice", "spatial_window", "transposed_hw", "nhwc_permuted"]
+
+
+STRIDED_BASES = with_each_algorithm([
+    Case(2, 6, 7, 9, 8, 3, 3, stride=(2, 1), padding=1, dtype="fp16", activation="relu", bias=True, residual=True),
+    Case(2, 6, 7, 9, 12, 3, 3, padding=1, groups=6, dtype="fp32", bias=True, residual=True),
+])
+
+
+@pytest.mark.parametrize("kind", STRIDED_KINDS)
+@pytest.mark.parametrize("case", STRIDED_BASES)
+def test_strided_input(case: Case, kind: str, device: str, seed: int):
+    """Inputs, residuals and biases that are views with odd strides give the right answer."""
+    gen = torch.Generator().manual_seed(seed)
+    t = make_inputs(case, device, seed)
+    t.x = _strided(kind, tuple(t.x.shape), t.x.dtype, device, gen)
+    t.residual = _strided(kind, tuple(t.residual.shape), t.x.dtype, device, gen)
+    t.bias = torch.randn(2 * case.k, generator=gen).to(t.x.dtype).to(device)[1::2]  # stride-2 bias
+    check_case(case, device, seed, t)
+
+
+WEIGHT_BASES = with_each_algorithm([
+    Case(2, 8, 7, 9, 6, 3, 2, padding=(1, 0), groups=2, dtype="bf16", layout="nhwc"),
+    Case(1, 4, 7, 9, 8, 3, 2, padding=(1, 0), groups=4, dtype="fp16", layout="nchw"),
+])
+
+
+# A (K, 1, R, S) depthwise weight is the same memory in channels_last: not a strided case.
+WEIGHT_CASES = [
+    pytest.param(p.values[0], kind, id=f"{p.id}-{kind}")
+    for p in WEIGHT_BASES
+    for kind in ("channels_last", "transposed_rs", "sliced_k")
+    if kind != "channels_last" or p.values[0].c != p.values[0].groups
+]
+
+
+@pytest.mark.parametrize("case,weight_kind", WEIGHT_CASES)
+def test_strided_weight(case: Case, weight_kind: str, device: str, seed: int):
+    t = make_inputs(case, device, seed)
+    gen = torch.Generator().manual_seed(seed + 1)
+    w = t.weight
+    if weight_kind == "channels_last":
+        t.weight = w.contiguous(memory_format=torch.channels_last)
+    elif weight_kind == "transposed_rs":  # an (K, C/g, S, R) block viewed as (K, C/g, R, S)
+        t.weight = w.transpose(2, 3).contiguous().transpose(2, 3)
+    else:  # every other filter of a bank twice as large
+        bank = torch.randn((2 * case.k, *w.shape[1:]), generator=gen) / math.sqrt(w[0].numel())
+        t.weight = bank.to(w.dtype).to(device)[::2]
+    assert not t.weight.is_contiguous()
+    check_case(case, device, seed, t)
+
+
+# --------------------------------------------------------------------- unbatched, empty batch
+def test_unbatched_input(device: str, seed: int):
+    """A 3D (C, H, W) input gives a 3D output, residual 3D too, as torch's conv2d."""
+    case = Case(1, 5, 7, 9, 6, 3, 3, padding="same", dtype="fp16", activation="sigmoid",
+                bias=True, residual=True)
+    t = make_inputs(case, device, seed)
+    x3, res3 = t.x[0], t.residual[0]
+    out = tileconv.conv2d(x3, t.weight, t.bias, padding="same", activation="sigmoid", residual=res3)
+    assert out.shape == (6, 7, 9), f"unbatched output shape {tuple(out.shape)}"
+    ref = tileconv.conv2d_reference(x3, t.weight, t.bias, padding="same", activation="sigmoid", residual=res3)
+    torch_shape = torch.nn.functional.conv2d(x3.float().cpu(), t.weight.float().cpu(), padding="same").shape
+    assert ref.shape == torch_shape == out.shape
+    problem = problem_from_arguments(t.x, t.weight, t.bias, 1, "same", 1, 1, "sigmoid", t.residual)
+    assert_conv_close(out, ref, tolerance(problem), context=f"unbatched (seed {seed})")
+
+
+EMPTY = [
+    *with_each_algorithm([Case(0, 4, 7, 9, 6, 3, 3, stride=2, padding=1, dtype="fp16", activation="relu",
+                               bias=True, layout=layout) for layout in ("nchw", "nhwc")]),
+    *with_each_algorithm([Case(0, 4, 7, 9, 8, 3, 3, stride=2, padding=1, groups=4, dtype="fp16", layout="nhwc")]),
+    # 'auto': through the public API
+    pytest.param(Case(0, 4, 7, 9, 6, 3, 3, stride=2, padding=1, dtype="fp16", layout="nhwc"), id="auto"),
+]
+
+
+@pytest.mark.parametrize("case", EMPTY)
+def test_empty_batch(case: Case, device: str, seed: int):
+    """N = 0 gives an empty output of the right shape, dtype and layout."""
+    t = make_inputs(case, device, seed)
+    out = run_tileconv(case, t)
+    expected = torch.nn.functional.conv2d(t.x.float().cpu(), t.weight.float().cpu(), None, *case.arguments()).shape
+    assert out.shape == expected == (0, case.k, 4, 5), f"got {tuple(out.shape)}, PyTorch {tuple(expected)}"
+    assert out.dtype == torch.float16 and out.device == t.x.device
+    # An empty tensor is contiguous in every format; PyTorch then returns NCHW, as tileconv.
+    assert out.is_contiguous(), out.stride()
+
+
+# --------------------------------------------------------------------- NaN / Inf
+NONFINITE_ACTIVATIONS = [None, "relu", "sigmoid", "tanh", "silu", ("clamp", -0.5, 0.5)]
+# grouped_gemm merges groups into one GEMM with a block-diagonal weight, whose zeros would turn
+# a NaN/Inf input (0 * NaN, 0 * Inf) into NaN in every group of the merged block: its tiles that
+# read a non-finite input are redone group by group, which these cases check.
+NONFINITE_CASES = [
+    pytest.param(*p.values, id=p.id)
+    for p in with_each_algorithm(
+        [Case(1, 4, 7, 9, 6, 3, 3, padding=1, dtype="fp16", activation=a, bias=True, residual=True)
+         for a in NONFINITE_ACTIVATIONS]
+        + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
+           for a in NONFINITE_ACTIVATIONS[:3]]
+    )
+]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # numpy, in the interpreter
+@pytest.mark.parametrize("case", NONFINITE_CASES)
+def test_nan_and_inf_propagate(case: Case, device: str, seed: int):
+    """A NaN or Inf in the input reaches exactly the outputs whose window holds it, as in
+    PyTorch (through the activation too); a NaN in the residual reaches its own element."""
+    t = make_inputs(case, device, seed)
+    t.x[0, 1, 2, 3] = float("nan")
+    t.x[0, 2, 5, 6] = float("inf")
+    t.x[0, 0, 0, 8] = float("-inf")
+    t.residual[0, 3, 6, 0] = float("nan")
+    out = check_case(case, device, seed, t)  # requires the reference's NaN/Inf pattern exactly
+    ref = reference(case, t)
+    assert int(torch.isnan(ref).sum()) >= 9, "the NaN input should reach a 3x3 window of outputs"
+    if case.activation in (None, "relu", "silu"):  # these keep +Inf: the Inf pattern was compared too
+        assert torch.isinf(ref).any(), "the reference should hold Inf"
+    assert torch.isnan(out[0, 3, 6, 0]), "the NaN residual element did not reach the output"
+
+
+# --------------------------------------------------------------------- int64 indexing
+@pytest.mark.parametrize("channels,groups", [(1, 1), (2, 2)], ids=["dense", "depthwise"])
+def test_int64_index_path(channels: int, groups: int, device: str, seed: int):
+    """A tensor of >= 2**31 elements switches the kernels to int64 indexing. Here the input is
+    a broadcast view (stride 0 along H), so it costs no memory, and a large stride keeps the
+    output small. Checks that each kernel's INT64 variant compiles and computes; offsets
+    really past 2**31 are the gpu test below."""
+    rows, width = 2**16, 2**15 + 8  # 2**31 + 2**19 elements per channel
+    gen = torch.Generator().manual_seed(seed)
+    line = torch.randn(1, channels, 1, width, generator=gen).to(torch.float16).to(device)
+    x = line.expand(1, channels, rows, width)
+    w = torch.randn(2 * channels, channels // groups, 1, 1, generator=gen).to(torch.float16).to(device)
+    stride = (rows // 4, width // 4)
+    problem = problem_from_arguments(x, w, None, stride, 0, 1, groups)
+    assert problem.max_elements >= 2**31
+    # The rows the stride picks, as a small dense tensor: the same convolution.
+    ref = tileconv.conv2d_reference(x[:, :, :: stride[0]], w, None, (1, stride[1]), 0, 1, groups)
+    for algo in supported_algorithms(problem):
+        with tileconv.poison_outputs():
+            out = conv2d_problem(problem, x, w, None, None, algo=algo)
+        assert_conv_close(out, ref, tolerance(problem), context=f"int64 path, {algo} (seed {seed})")
+
+
+INT64_CASES = [
+    # (name, N, C, H, W, K, groups): every input holds more than 2**31 elements.
+    ("dense_1x1", 1, 32, 8192, 8200, 32, 1),
+    # depthwise: the last channel starts past element 2**31 of the image
+    ("depthwise_1x1", 1, 64, 5872, 5872, 64, 64),
+    # one channel: the pixel count N*P*Q itself passes 2**31
+    ("one_channel", 1, 1, 46400, 46400, 1, 1),
+]
+INT64_PARAMS = [
+    pytest.param(row, name, id=f"{row[0]}-{name}")
+    for row in INT64_CASES
+    for name in supported_algorithms(
+        Case(row[1], row[2], row[3], row[4], row[5], 1, 1, groups=row[6], dtype="fp16").meta_problem()
+    )
+]
+
+# Run in a child process: an out-of-bounds access poisons the CUDA context for good, and would
+# fail every later test of this process with the same error.
+INT64_CHILD = """
+import json, sys, torch, tileconv
+from tileconv.functional import conv2d_problem
+from tileconv.kernels import supported_algorithms
+from tileconv.problem import problem_from_arguments
+from tileconv.testing import compare, tolerance
+n, c, h, w, k, groups, algo, seed = json.loads(sys.argv[1])
+gen = torch.Generator(device="cuda").manual_seed(seed)
+x = torch.randn(n, c, h, w, generator=gen, device="cuda", dtype=torch.float16)
+weight = torch.randn(k, c // groups, 1, 1, generator=gen, device="cuda", dtype=torch.float16)
+bias = torch.randn(k, generator=gen, device="cuda", dtype=torch.float16)
+problem = problem_from_arguments(x, weight, bias, groups=groups, activation="relu")
+with tileconv.poison_outputs():
+    out = conv2d_problem(problem, x, weight, bias, None, algo=algo)
+torch.cuda.synchronize()
+report = {"max_elements": problem.max_elements, "unwritten": int(torch.isnan(out).sum()), "rows": []}
+for start in (0, h - 2):
+    ref = tileconv.conv2d_reference(x[:, :, start:start + 2], weight, bias, groups=groups, activation="relu")
+    result = compare(out[:, :, start:start + 2], ref, tolerance(problem))
+    report["rows"].append({"start": start, "ok": result.ok, "message": result.message()})
+print("RESULT " + json.dumps(report))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row,algo", INT64_PARAMS)
+def test_int64_indexing_on_gpu(row, algo: str, seed: int):
+    """fp16 1x1 convolutions over more than 2**31 elements, checked on their first and last
+    rows (where offsets pass 2**31) against the reference, and for NaN poison left anywhere."""
+    name, n, c, h, w, k, groups = row
+    assert n * c * h * w > 2**31
+    needed = 2 * (n * c * h * w + 2 * n * k * h * w) + (1 << 30)  # fp16 input, output, isnan mask
+    free, _ = torch.cuda.mem_get_info()
+    if free < needed:
+        pytest.skip(f"needs {needed / 2**30:.1f} GiB of GPU memory, {free / 2**30:.1f} GiB free")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    child = subprocess.run(
+        [sys.executable, "-c", INT64_CHILD, json.dumps([n, c, h, w, k, groups, algo, seed])],
+        capture_output=True, text=True, timeout=600, env=env, cwd=REPO_ROOT,
+    )
+    where = f"{name} with {algo} (seed {seed})"
+    lines = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+    assert child.returncode == 0 and lines, f"{where}: the child failed:\n{child.stderr[-3000:]}"
+    report = json.loads(lines[-1][len("RESULT "):])
+    assert report["max_elements"] >= 2**31
+    bad = [f"rows {r['start']}:{r['start'] + 2}: {r['message']}" for r in report["rows"] if not r["ok"]]
+    assert not bad, f"{where}: " + "; ".join(bad)
+    assert report["unwritten"] == 0, f"{where}: {report['unwritten']} output elements never written"
+
+
+# --------------------------------------------------------------------- weights updated in place
+@pytest.mark.parametrize("case", with_each_algorithm([
+    Case(2, 8, 7, 9, 12, 3, 3, padding=1, groups=4, dtype="fp16"),  # grouped: block-diagonal weight copy
+    Case(2, 6, 7, 9, 8, 3, 3, padding=1, dtype="fp32"),  # NCHW weight: channels_last copy
+]))
+def test_weight_updates_are_seen(case: Case, device: str, seed: int):
+    """Kernels that read a derived copy of the weight (channels_last, block-diagonal) see an
+    in-place update (an optimizer step) and a ``.data`` swap, not a stale copy."""
+    t = make_inputs(case, device, seed)
+    problem = problem_from_arguments(t.x, t.weight, None, *case.arguments())
+    tol = tolerance(problem)
+    for step in ("first call", "in-place update", "data swap"):
+        if step == "in-place update":
+            with torch.no_grad():
+                t.weight.mul_(-0.5).add_(0.1)
+        elif step == "data swap":
+            t.weight.data = torch.randn_like(t.weight.float()).to(t.weight.dtype) / 5
+        with tileconv.poison_outputs():
+            out = conv2d_problem(problem, t.x, t.weight, None, None, algo=case.algo)
+        assert_conv_close(out, reference(case, t), tol, context=f"{case.id} after {step} (seed {seed})")
+
+
+# --------------------------------------------------------------------- the harness itself
+def test_harness_catches_unwritten_and_wrong_outputs(device: str, seed: int):
+    """The checks above can fail: a poisoned output left unwritten, or one wrong element."""
+    case = Case(1, 4, 5, 5, 4, 3, 3, padding=1, dtype="fp16")
+    t = make_inputs(case, device, seed)
+    problem = problem_from_arguments(t.x, t.weight, None, *case.arguments())
+    ref = reference(case, t)
+    with tileconv.poison_outputs():
+        unwritten = torch.empty(problem.output_shape, dtype=torch.float16, device=device).fill_(float("nan"))
+        out = conv2d_problem(problem, t.x, t.weight, None, None)
+    assert compare(unwritten, ref, tolerance(problem)).nonfinite_mismatches == ref.numel()
+    with pytest.raises(AssertionError, match="NaN/Inf mismatches"):
+        assert_conv_close(unwritten, ref, tolerance(problem))
+    assert_conv_close(out, ref, tolerance(problem))
+    wrong = out.clone()
+    wrong[0, 1, 2, 3] += 0.25
+    with pytest.raises(AssertionError, match=r"worst element at \(0, 1, 2, 3\)"):
+        assert_conv_close(wrong, ref, tolerance(problem))

@@ -1,0 +1,84 @@
+"""``python -m tileconv bench``: tileconv beside cuDNN (and torch.compile) in one run.
+
+Examples::
+
+    python -m tileconv bench                                  # seed suite, float16, NHWC
+    python -m tileconv bench --suite resnet50 --epilogue bias_add_relu
+    python -m tileconv bench --suite all --algo all --json benchmarks/results/ --plot benchmarks/results/
+    python -m tileconv bench --suite vae --against cudnn,compile
+
+Exit code 0 when every row matched the reference, 1 when one did not (or failed to run).
+Without a GPU it runs a short correctness demo through the Triton interpreter instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._runtime import INTERPRET
+from .options import DTYPES, add_measurement_arguments, options_argv, positive_int
+from .suites import EPILOGUES, SUITE_NAMES
+
+HELP = "time tileconv against cuDNN (and torch.compile) on the seed shapes and real networks"
+MODULE = "tileconv.bench.cli_bench"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--suite", choices=list(SUITE_NAMES), default="seed",
+                        help="problems to run (default seed; all = every suite)")
+    parser.add_argument("--batch", type=positive_int, default=None, help="batch size for every problem (default: the suite's)")
+    parser.add_argument("--epilogue", choices=list(EPILOGUES), default="none",
+                        help="fused into tileconv; the eager peer runs conv, then the same ops in PyTorch")
+    add_measurement_arguments(parser)
+
+
+def bench_argv(args: argparse.Namespace) -> list[str]:
+    """``args`` back as this command's words (to re-execute it)."""
+    argv = ["--suite", args.suite, "--epilogue", args.epilogue]
+    if args.batch is not None:
+        argv += ["--batch", str(args.batch)]
+    return argv + options_argv(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        from .demo import run_demo
+
+        return run_demo(args, MODULE, bench_argv(args))
+    if INTERPRET:
+        print("TRITON_INTERPRET=1 is set: tileconv would run in the interpreter; unset it to benchmark the GPU.")
+        return 2
+
+    from .plot import plot_bench
+    from .report import make_console, render_table
+    from .runner import BenchItem
+    from .session import exit_code, measure, write_outputs
+    from .suites import get_suite
+
+    dtype, allow_tf32 = DTYPES[args.dtype]
+    items = [
+        BenchItem(case.suite, case.name, case.problem(dtype, args.layout, args.epilogue, args.batch, allow_tf32))
+        for case in get_suite(args.suite)
+    ]
+    console = make_console()
+    result = measure(items, args, args.suite, console)
+    title = (f"tileconv bench: suite {args.suite}, {args.dtype}, {args.layout}, epilogue {args.epilogue}"
+             + ("" if args.batch is None else f", batch {args.batch}"))
+    render_table(result, console, title=title)
+    stem = f"bench-{args.suite}-{args.dtype}-{args.layout}-{args.epilogue}"
+    write_outputs(result, args, console, stem, plot_bench)
+    return exit_code(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry of ``python -m tileconv.bench.cli_bench`` (how the demo re-executes itself)."""
+    parser = argparse.ArgumentParser(prog="python -m tileconv bench", description=HELP)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
