@@ -523,15 +523,12 @@ NONFINITE_ACTIVATIONS = [None, "relu", "sigmoid", "tanh", "silu", ("clamp", -0.5
 # grouped_gemm merges groups into one GEMM with a block-diagonal weight, whose zeros would turn
 # a NaN/Inf input (0 * NaN, 0 * Inf) into NaN in every group of the merged block: its tiles that
 # read a non-finite input are redone group by group, which these cases check.
-NONFINITE_CASES = [
-    pytest.param(*p.values, id=p.id)
-    for p in with_each_algorithm(
-        [Case(1, 4, 7, 9, 6, 3, 3, padding=1, dtype="fp16", activation=a, bias=True, residual=True)
-         for a in NONFINITE_ACTIVATIONS]
-        + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
-           for a in NONFINITE_ACTIVATIONS[:3]]
-    )
-]
+NONFINITE_CASES = with_each_algorithm(
+    [Case(1, 4, 7, 9, 6, 3, 3, padding=1, dtype="fp16", activation=a, bias=True, residual=True)
+     for a in NONFINITE_ACTIVATIONS]
+    + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
+       for a in NONFINITE_ACTIVATIONS[:3]]
+)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # numpy, in the interpreter

@@ -15,8 +15,10 @@ itself with ``TRITON_INTERPRET=1`` when needed) on small sizes.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
+import multiprocessing
 import os
 import random
 import subprocess
@@ -60,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "algorithms that compute each case) or an algorithm name")
     parser.add_argument("--only", type=int, default=None, metavar="I", help="run only case I of this seed")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the per-case results here")
+    parser.add_argument("--jobs", type=int, default=None, metavar="J",
+                        help="worker processes sharing the GPU (default: up to 8 on cuda, 1 on cpu); random "
+                             "problems mostly cost Triton compiles, which run in parallel across processes")
 
 
 # --------------------------------------------------------------------- drawing a case
@@ -182,6 +187,15 @@ class Result:
 
 def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+# Cases per task handed to a worker process.
+CHUNK = 20
+
+
+def _run_chunk(indices: list[int], seed: int, limits: Limits, algo: str, device: str) -> list[Result]:
+    """Draw and run the cases ``indices`` (in a worker process, or inline)."""
+    return [run_case(draw_case(seed, index, limits, algo), device, seed, algo) for index in indices]
 
 
 def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
@@ -360,16 +374,31 @@ def run(args: argparse.Namespace) -> int:
     results: list[Result] = []
     progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=console)
+    jobs = args.jobs if args.jobs is not None else (min(8, max(1, (os.cpu_count() or 2) // 2)) if device == "cuda" else 1)
+    chunks = [indices[i:i + CHUNK] for i in range(0, len(indices), CHUNK)]
     with progress:
         task = progress.add_task("verifying", total=len(indices), failed=0)
-        for index in indices:
-            case = draw_case(args.seed, index, limits, args.algo)
-            result = run_case(case, device, args.seed, args.algo)
-            results.append(result)
-            if not result.ok:
-                progress.console.print(f"[red]case {index} failed[/]: {result.problem} {case.dtype} {case.layout} "
-                                       f"{result.epilogue} {result.algorithm}: {result.error or result.message}")
-            progress.update(task, advance=1, failed=sum(not r.ok for r in results))
+
+        def record(chunk_results: list[Result]) -> None:
+            for result in chunk_results:
+                results.append(result)
+                if not result.ok:
+                    progress.console.print(f"[red]case {result.case.index} failed[/]: {result.problem} "
+                                           f"{result.case.dtype} {result.case.layout} {result.epilogue} "
+                                           f"{result.algorithm}: {result.error or result.message}")
+            progress.update(task, advance=len(chunk_results), failed=sum(not r.ok for r in results))
+
+        if jobs <= 1 or len(chunks) == 1:
+            for chunk in chunks:
+                record(_run_chunk(chunk, args.seed, limits, args.algo, device))
+        else:
+            # Fresh interpreters (spawn): a CUDA context does not survive fork.
+            context = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+                futures = [pool.submit(_run_chunk, chunk, args.seed, limits, args.algo, device) for chunk in chunks]
+                for future in concurrent.futures.as_completed(futures):
+                    record(future.result())
+    results.sort(key=lambda r: r.case.index)
 
     console.print(_summary_table(results))
     worst = max(results, key=lambda r: (not r.ok, r.ratio, r.rel_err if math.isfinite(r.rel_err) else 0.0))

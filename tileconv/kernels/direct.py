@@ -44,7 +44,11 @@ def conv2d_direct_kernel(
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    M = N * P * Q
+    if INT64:  # N*P*Q and the tile's first pixel may pass 2**31
+        M = N.to(tl.int64) * P * Q
+        pid_m = pid_m.to(tl.int64)
+    else:
+        M = N * P * Q
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if INT64:

@@ -56,7 +56,10 @@ def conv2d_implicit_gemm_kernel(
     # exactly, group by group, so that NaN/Inf spread as in PyTorch and no further.
     SUB_C: tl.constexpr = 0, SUB_K: tl.constexpr = 0,
 ):
-    M = N * P * Q
+    if INT64:  # N*P*Q itself may pass 2**31
+        M = N.to(tl.int64) * P * Q
+    else:
+        M = N * P * Q
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(K_PER_GROUP, BLOCK_N)
     # One grid axis for all groups' tiles: the second axis would cap groups at 65535.
