@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=None, help="batch size for every problem (default: the suite's)")
     parser.add_argument("--epilogue", choices=list(EPILOGUES), default="none",
                         help="fused into tileconv; the eager peer runs conv, then the same ops in PyTorch")
+    parser.add_argument("--model", metavar="NAME", default=None,
+                        help="a whole torchvision model (random weights; e.g. resnet50) instead of a suite: eager, "
+                             "CUDA graph, torch.compile, tileconv.convert, tileconv + CUDA graph (--batch default 32)")
     add_measurement_arguments(parser)
 
 
@@ -38,12 +41,18 @@ def bench_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--suite", args.suite, "--epilogue", args.epilogue]
     if args.batch is not None:
         argv += ["--batch", str(args.batch)]
+    if getattr(args, "model", None) is not None:
+        argv += ["--model", args.model]
     return argv + options_argv(args)
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    if getattr(args, "model", None) is not None:
+        from .models import run_model_bench
+
+        return run_model_bench(args)
     if not torch.cuda.is_available():
         from .demo import run_demo
 
