@@ -15,11 +15,12 @@ import torch.nn.functional as F
 
 import tileconv
 from tileconv.epilogue import Activation
+from tileconv.kernels import BackwardConfig
 from tileconv.testing import assert_conv_close, compare
 
-# Gradient tolerance (relative Frobenius error), by dtype. The backward runs PyTorch's
-# convolution_backward in the tensors' dtype, so in float16/bfloat16 the gradients carry the
-# dtype's rounding: where a reduction cancels (a bias gradient summing to near zero) even
+# Gradient tolerance (relative Frobenius error), by dtype. The backward (tileconv's dgrad and
+# wgrad kernels) takes the pre-activation gradient in the tensors' dtype, so in
+# float16/bfloat16 the gradients carry the dtype's rounding: where a reduction cancels (a bias gradient summing to near zero) even
 # PyTorch's own autograd in that dtype is off by several percent. So the bar is the larger of
 # this floor and 4x the error of PyTorch's own autograd in the same dtype on the same tensors.
 GRAD_TOLERANCE = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
@@ -178,3 +179,169 @@ def test_central_differences_float32(activation, geometry, device: str, seed: in
                 f"d loss / d {name}[{index}]: autograd {analytic:.6g}, central difference {numeric:.6g} "
                 f"({activation}, {geometry[0]}, seed {seed})"
             )
+
+
+# --------------------------------------------------------------------- the backward kernels
+# Each backward kernel directly against float64 (dgrad: the input gradient; wgrad: the weight
+# gradient), with outputs poisoned with NaN so that an element a kernel fails to write fails.
+# (id, N, C, H, W, K, R, S, stride, padding, dilation, groups)
+BACKWARD_GEOMETRIES = [
+    ("3x3_pad1_tails", 2, 5, 7, 9, 6, 3, 3, 1, 1, 1, 1),  # C, K below one 16-wide tile
+    ("wide_channels", 1, 40, 5, 6, 36, 3, 3, 1, 1, 1, 1),  # several channel blocks, ragged tails
+    ("stride2_pad1", 2, 4, 9, 8, 6, 3, 3, 2, 1, 1, 1),  # 4 phases, 1 to 4 taps each
+    ("stride3_dil2", 1, 4, 13, 11, 5, 3, 3, 3, 2, 2, 1),  # tap step 3, output step 2
+    ("stride2_dil3_rect", 1, 3, 12, 10, 4, 2, 3, (2, 3), (1, 2), 3, 1),
+    ("stride2x1_groups2", 2, 6, 9, 7, 4, 3, 3, (2, 1), (1, 0), 1, 2),
+    ("stride3_1x1_empty_phases", 2, 4, 8, 7, 6, 1, 1, 3, 0, 1, 1),  # 8 of 9 phases have no tap
+    ("stride4_kernel_smaller", 1, 3, 10, 9, 4, 2, 2, 4, 1, 1, 1),  # H, W not multiples of U
+    ("same_even_4x2_dilated", 1, 4, 9, 8, 4, 4, 2, 1, "same", (1, 3), 1),
+    ("7x1_1x7", 1, 4, 9, 10, 4, 7, 1, 1, (3, 0), 1, 1),
+    ("grouped_thin", 1, 8, 6, 7, 8, 3, 3, 1, 1, 1, 4),  # C/g = K/g = 2
+    ("depthwise_x1_s2", 2, 6, 9, 8, 6, 3, 3, 2, 1, 1, 6),
+    ("depthwise_x2_dil2", 2, 4, 7, 9, 8, 3, 3, 2, 1, 2, 4),
+    ("depthwise_5x5_s1", 1, 5, 8, 8, 5, 5, 5, 1, 2, 1, 5),
+]
+BACKWARD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+
+
+def _backward_case(geometry, dtype, layout, device, seed, view=False):
+    _, n, c, h, w, k, r, s, stride, padding, dilation, groups = geometry
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, c, h, w + (1 if view else 0), generator=gen)
+    weight = torch.randn(k, c // groups, r, s, generator=gen) / math.sqrt(c // groups * r * s)
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    x = x.to(dtype=dtype, device=device).contiguous(memory_format=fmt)
+    if view:  # a strided view: neither NCHW- nor NHWC-contiguous
+        x = x[..., 1:]
+    weight = weight.to(dtype=dtype, device=device)
+    problem = tileconv.problem_from_arguments(x, weight, None, stride, padding, dilation, groups)
+    grad = torch.randn(problem.output_shape, generator=gen).to(dtype=dtype, device=device)
+    grad = grad.contiguous(memory_format=fmt)
+    x64, w64 = x.detach().cpu().double().requires_grad_(), weight.detach().cpu().double().requires_grad_()
+    F.conv2d(x64, w64, None, stride, padding, dilation, groups).backward(grad.cpu().double())
+    return problem, x, weight, grad, x64.grad, w64.grad
+
+
+def _check_backward(problem, x, weight, grad, want_x, want_w, context, algo="auto", **configs):
+    from tileconv.functional import conv2d_backward_problem
+
+    with tileconv.poison_outputs():
+        got_x, got_w = conv2d_backward_problem(problem, grad, x, weight, algo=algo, **configs)
+    tol = BACKWARD_TOLERANCE[problem.dtype]
+    assert got_x.shape == x.shape and got_x.dtype == x.dtype
+    assert got_w.shape == weight.shape and got_w.dtype == weight.dtype
+    if problem.layout == "nhwc":
+        assert got_x.is_contiguous(memory_format=torch.channels_last), "grad_input does not follow the input's layout"
+    assert_conv_close(got_x, want_x, tol, context=f"dgrad, {context}")
+    assert_conv_close(got_w, want_w, tol, context=f"wgrad, {context}")
+
+
+BACKWARD_CASES = [
+    (g, *[(torch.float32, "nchw"), (torch.float32, "nhwc"), (torch.float16, "nhwc"), (torch.bfloat16, "nchw"),
+          (torch.float16, "nchw")][i % 5])
+    for i, g in enumerate(BACKWARD_GEOMETRIES)
+]
+
+
+@pytest.mark.parametrize("geometry,dtype,layout", BACKWARD_CASES,
+                         ids=[f"{g[0]}-{str(d)[6:]}-{lay}" for g, d, lay in BACKWARD_CASES])
+def test_backward_kernels_match_float64(geometry, dtype, layout, device: str, seed: int):
+    """The default backward algorithm (depthwise kernels for groups = C, else the implicit
+    GEMMs) over stride, padding, dilation, groups, layouts and dtypes."""
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, layout, device, seed)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]}, {dtype}, {layout} (seed {seed})")
+
+
+@pytest.mark.parametrize("geometry", [g for g in BACKWARD_GEOMETRIES if g[0].startswith("depthwise")],
+                         ids=lambda g: g[0])
+def test_implicit_gemm_backward_covers_depthwise(geometry, device: str, seed: int):
+    """The tensor-core kernels compute depthwise problems too (groups through the grid)."""
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, torch.float32, "nhwc", device, seed)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} (seed {seed})", algo="implicit_gemm")
+
+
+# Pinned configs: split-K (3 and 5 splits, the last one short), 16-wide tiles with ragged
+# tails in every dimension, and a strided view of the input.
+PINNED_CASES = [
+    ("split3", BACKWARD_GEOMETRIES[2], "implicit_gemm",
+     BackwardConfig(16, 16, 16, num_warps=1, num_stages=1), BackwardConfig(16, 16, 16, split_k=3, num_warps=1)),
+    ("split5_wide", BACKWARD_GEOMETRIES[1], "implicit_gemm",
+     BackwardConfig(16, 16, 16, num_warps=1, num_stages=1), BackwardConfig(16, 32, 16, split_k=5, num_warps=1)),
+    ("split4_grouped", BACKWARD_GEOMETRIES[5], "implicit_gemm",
+     BackwardConfig(32, 16, 16, num_warps=1), BackwardConfig(16, 16, 16, split_k=4, num_warps=1)),
+    ("split3_depthwise", BACKWARD_GEOMETRIES[12], "depthwise",
+     BackwardConfig(16, 4, num_warps=1), BackwardConfig(16, 4, split_k=3, num_warps=1)),
+]
+
+
+@pytest.mark.parametrize("name,geometry,algo,dgrad_config,wgrad_config", PINNED_CASES, ids=[c[0] for c in PINNED_CASES])
+@pytest.mark.parametrize("view", [False, True], ids=["dense", "view"])
+def test_backward_pinned_configs(name, geometry, algo, dgrad_config, wgrad_config, view, device: str, seed: int):
+    dtype = torch.float16 if view else torch.float32
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed, view=view)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{name}, view={view} (seed {seed})", algo=algo,
+                    dgrad_config=dgrad_config, wgrad_config=wgrad_config)
+
+
+def test_split_k_choice():
+    from tileconv.kernels.wgrad import choose_split_k
+
+    assert choose_split_k(100_352, 64, tiles=8) > 1  # ResNet 56x56 at batch 32, few tiles: split
+    assert choose_split_k(256, 64, tiles=8) == 1  # a short reduction is not split
+    assert choose_split_k(100_352, 64, tiles=10_000) == 1  # enough tiles already
+    assert choose_split_k(100, 16, tiles=1, requested=50) == 7  # never more splits than steps
+
+
+def test_aten_backward_is_a_named_fallback_and_not_the_default(device, seed, monkeypatch):
+    """'aten' computes the same gradients; tileconv.conv2d's backward does not call it."""
+    from tileconv import dispatch
+    from tileconv.kernels import backward
+
+    problem, x, weight, grad, want_x, want_w = _backward_case(BACKWARD_GEOMETRIES[2], torch.float32, "nchw", device, seed)
+    _check_backward(problem, x, weight, grad, want_x, want_w, "aten", algo="aten")
+    assert dispatch.select_backward(problem).name == "implicit_gemm"
+    dw_problem = _backward_case(BACKWARD_GEOMETRIES[11], torch.float32, "nchw", device, seed)[0]
+    assert dispatch.select_backward(dw_problem).name == "depthwise"
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("aten.convolution_backward was called by the default backward")
+
+    monkeypatch.setattr(backward.torch.ops.aten, "convolution_backward", forbidden)
+    _check(GEOMETRIES[3], torch.float32, "silu", "all", device, seed)
+
+
+# --------------------------------------------------------------------- torch.compile
+@pytest.mark.parametrize("activation", [None, "relu", "gelu"])
+def test_compile_fullgraph_with_gradients(activation, device: str, seed: int):
+    """torch.compile(fullgraph=True) traces tileconv.conv2d as the custom op tileconv::conv2d
+    (no graph break), and its backward as tileconv::conv2d_backward."""
+    torch._dynamo.reset()
+    geometry = GEOMETRIES[1]  # 'same' with an even kernel: asymmetric padding through the op
+    _, _, _, _, _, _, _, _, stride, padding, dilation, groups = geometry
+    tensors = _tensors(geometry, torch.float32, device, seed, layout="nhwc")
+    needs = NEEDS["all"]
+
+    def step(x, weight, bias, residual, grad_out):
+        out = tileconv.conv2d(x, weight, bias, stride, padding, dilation, groups, activation=activation,
+                              residual=residual)
+        return out, (out * grad_out).sum()
+
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    leaf = {name: t.detach().clone().requires_grad_(name in needs) for name, t in tensors.items()}
+    out, loss = compiled(leaf["x"], leaf["weight"], leaf["bias"], leaf["residual"], leaf["grad_out"])
+    loss.backward()
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    want = _reference_grads(geometry, tensors, activation, needs)
+    for name in needs:
+        assert_conv_close(leaf[name].grad, want[name], GRAD_TOLERANCE[torch.float32],
+                          context=f"compiled grad of {name}, {activation} (seed {seed})")
+
+
+def test_custom_op_fake_gives_shape_and_layout():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(2, 3, 9, 8).contiguous(memory_format=torch.channels_last)
+        weight = torch.empty(5, 3, 2, 2)
+        out = torch.ops.tileconv.conv2d(x, weight, None, None, [1, 1], [0, 0], [1, 1], [1, 1], 1, "relu", 0.0, 0.0)
+    assert tuple(out.shape) == (2, 5, 9, 8) and out.is_contiguous(memory_format=torch.channels_last)

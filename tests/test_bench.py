@@ -318,7 +318,7 @@ def test_table_renders_marks_and_footer():
     assert "geomean speedup vs cuDNN: seed" in text and "[brackets]" in text
 
 
-@pytest.mark.parametrize("algos", [("auto",), ("implicit_gemm", "direct")])
+@pytest.mark.parametrize("algos", [("auto",), ("implicit_gemm", "direct"), tuple(runner.algorithms_for("all"))])
 def test_plot_bench_writes_a_png(tmp_path, algos):
     result = fake_result(algos=algos, against=("cudnn", "compile"))
     path = tmp_path / "bench.png"
@@ -326,6 +326,27 @@ def test_plot_bench_writes_a_png(tmp_path, algos):
 
     plot_bench(result, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
+
+
+def test_all_algorithms_read_as_the_seed_ladder_then_production():
+    """``--algo all``: the ladder's steps first, in step order, then implicit_gemm (its last
+    step) and the other production kernels; in the chart each step has its own color."""
+    from tileconv.bench.plot import _series
+    from tileconv.kernels.ladder import LADDER
+
+    algos = runner.algorithms_for("all")
+    assert tuple(algos[: len(LADDER)]) == LADDER and algos[len(LADDER)] == "implicit_gemm"
+    assert sorted(algos) == sorted(tileconv_algorithms())
+    series = _series(fake_result(algos=(*reversed(LADDER), *algos[len(LADDER):])))  # steps in any row order
+    assert [algo for _, _, algo in series if algo is not None] == algos
+    colors = [color for _, color, _ in series]
+    assert len(set(colors)) == len(colors), colors
+
+
+def tileconv_algorithms() -> list[str]:
+    from tileconv.kernels import ALGORITHMS
+
+    return list(ALGORITHMS)
 
 
 def test_plot_sweep_writes_a_png(tmp_path):
@@ -403,3 +424,46 @@ def test_bench_without_gpu_runs_the_interpreter_demo(tmp_path):
     assert all(row["epilogue"] == "bias_relu" for row in data["rows"])
     assert csv_path.exists() and not (tmp_path / "no.png").exists()
     assert math.isfinite(data["rows"][0]["rel_err"])
+
+
+# --------------------------------------------------------------------- --pass
+@pytest.mark.parametrize("pass_name", ["dgrad", "wgrad", "fwd+bwd"])
+def test_runner_times_and_checks_a_backward_pass(pass_name, device):
+    """A backward pass: tileconv's dgrad/wgrad kernels checked against the float64
+    reference of the same gradients, and the cudnn peer (aten.convolution_backward) timed."""
+    seen = []
+
+    def timer(label, call):
+        outputs = call()
+        seen.append((label, len(outputs)))
+        return {"tileconv:auto": 8.0, "cudnn": 12.0}[label]
+
+    item = small_item(dtype=torch.float32, epilogue="bias_relu")
+    (row,) = runner.run_item(item, algos=["auto"], against=["cudnn", "compile"], device=device, timer=timer,
+                             reference="float64", pass_name=pass_name)
+    assert row.ok, row.notes
+    assert row.pass_name == pass_name and row.speedup_vs_cudnn == pytest.approx(1.5)
+    outputs = {"dgrad": 1, "wgrad": 1, "fwd+bwd": 4}[pass_name]  # fwd+bwd: out, dx, dw, db
+    assert seen == [("tileconv:auto", outputs), ("cudnn", outputs)]
+    assert any("compile" in note and "forward pass only" in note for note in row.notes)
+    assert row.flops == item.problem.flops * (3 if pass_name == "fwd+bwd" else 1)
+    wrong = runner._compare_all([torch.zeros(1)], [torch.ones(1)], [1e-3])
+    assert not wrong.ok
+
+
+def test_bench_pass_option_on_the_cpu_path(tmp_path):
+    """bench --pass wgrad without a GPU: the interpreter demo checks the wgrad kernels and
+    the JSON rows say which pass they are."""
+    parser = argparse.ArgumentParser()
+    cli_bench.add_arguments(parser)
+    args = parser.parse_args(["--suite", "depthwise", "--pass", "fwd+bwd", "--dtype", "float32"])
+    assert args.pass_ == "fwd+bwd" and vars(parser.parse_args(cli_bench.bench_argv(args))) == vars(args)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--pass", "bwd"])
+    if HAS_CUDA:
+        pytest.skip("the no-GPU demo path")
+    json_path = tmp_path / "wgrad.json"
+    code = cli_bench.main(["--suite", "grouped", "--pass", "wgrad", "--dtype", "float32", "--json", str(json_path)])
+    assert code == 0
+    data = json.loads(json_path.read_text())
+    assert data["rows"] and all(row["pass"] == "wgrad" and row["ok"] for row in data["rows"])

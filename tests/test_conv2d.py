@@ -396,6 +396,29 @@ CONFIG_CASES = [
     # depthwise: 1-pixel-wide rows (width 1), multiplier 3, dilated, NCHW.
     Case(2, 4, 9, 8, 12, 3, 3, padding=2, dilation=2, groups=4, dtype="bf16", activation="sigmoid",
          algo="depthwise", config=LaunchConfig(8, 8, 1, 8, 2, 1)),
+    # The seed's ladder (kernels/ladder.py). Steps 0 and 1: one channel per program (their
+    # GPU config) with a pixel tile larger than the problem; 4-channel tiles cutting across
+    # groups (K/g = 6) with an M tail.
+    Case(1, 5, 4, 6, 3, 3, 3, padding=1, dtype="fp32", bias=True, residual=True, activation="relu",
+         algo="ladder0_direct", config=LaunchConfig(128, 1, 1, 1, 4, 1)),
+    Case(2, 6, 7, 9, 12, 3, 3, stride=2, padding=1, groups=3, dtype="fp16", layout="nhwc", bias=True,
+         algo="ladder0_direct", config=LaunchConfig(16, 4, 1, 1, 1, 1)),
+    Case(2, 6, 7, 9, 12, 3, 2, stride=(1, 2), padding=(1, 0), dilation=2, groups=3, dtype="bf16",
+         activation="silu", algo="ladder1_implicit_gemm", config=LaunchConfig(16, 4, 1, 1, 1, 1)),
+    Case(1, 4, 5, 7, 8, 3, 3, padding=1, groups=4, dtype="fp32", layout="nhwc", residual=True,
+         algo="ladder1_implicit_gemm", config=LaunchConfig(32, 1, 1, 1, 1, 1)),
+    # Step 2: reduction C/g*R*S = 45 in slices of 8 (tail of 5), N tile 16 over K/g = 6,
+    # grouped, M tail; 4-deep slices of a 1x1 over 40 channels in NHWC.
+    Case(2, 10, 7, 9, 12, 3, 3, padding=1, groups=2, dtype="fp32", bias=True, activation="gelu",
+         algo="ladder2_tiled", config=LaunchConfig(32, 16, 8, 1, 2, 1)),
+    Case(1, 40, 6, 5, 12, 1, 1, dtype="bf16", layout="nhwc", residual=True, algo="ladder2_tiled",
+         config=LaunchConfig(16, 8, 4, 1, 1, 1)),
+    # Step 3: 16x16x16 dot tiles over 45 reduction elements (tail of 13), grouped, strict
+    # fp32 (ieee dot) and bf16; a tile larger than the whole problem.
+    Case(2, 10, 7, 9, 12, 3, 3, stride=(2, 1), padding=1, groups=2, dtype="fp32", residual=True,
+         algo="ladder3_tensor_core", config=LaunchConfig(16, 16, 16, 1, 1, 1)),
+    Case(1, 6, 4, 5, 5, 2, 2, padding="same", dtype="bf16", layout="nhwc", bias=True, activation="tanh",
+         algo="ladder3_tensor_core", config=LaunchConfig(64, 64, 32, 1, 4, 1)),
 ]
 
 

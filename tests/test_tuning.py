@@ -203,6 +203,21 @@ def test_select_ignores_an_entry_it_cannot_use():
     assert select(SMALL, "auto", "cpu")[0].name == choose_algorithm(SMALL)
 
 
+def test_teaching_kernels_are_never_chosen_or_raced():
+    """The seed's ladder (kernels/ladder.py) runs only when forced: the heuristics, tuning's
+    race and a cache entry naming a ladder step (hand-edited) all leave it out."""
+    teaching = {name for name, algorithm in ALGORITHMS.items() if algorithm.teaching}
+    assert teaching == {"ladder0_direct", "ladder1_implicit_gemm", "ladder2_tiled", "ladder3_tensor_core"}
+    for problem in (SMALL, DEPTHWISE, *_suite_problems()):
+        assert not teaching & set(algorithms_to_try(problem)), problem.describe()
+        assert not teaching & {name for name, _ in candidates(problem)}, problem.describe()
+    cache.store({cache.entry_key(SMALL, "cpu"): _entry("ladder2_tiled", DISTINCT)})
+    assert select(SMALL, "auto", "cpu")[0].name == choose_algorithm(SMALL)
+    # Forced, a ladder step runs with its own fixed config (tuning never measured one).
+    algorithm, config = select(SMALL, "ladder2_tiled", "cpu")
+    assert algorithm.name == "ladder2_tiled" and config == default_config(SMALL, "ladder2_tiled")
+
+
 def test_conv2d_runs_the_cached_config_correctly(device, seed):
     cache.store({cache.entry_key(SMALL, cache.device_name(device)): _entry("direct", DISTINCT)})
     inputs = random_inputs(SMALL, device, seed)

@@ -5,6 +5,7 @@
 """
 
 from . import nn
+from .convert import convert
 from .dispatch.tune import tune
 from .epilogue import ACTIVATION_NAMES, Activation, Epilogue
 from .functional import conv2d, poison_outputs
@@ -23,6 +24,7 @@ __all__ = [
     "LaunchConfig",
     "conv2d",
     "conv2d_reference",
+    "convert",
     "nn",
     "poison_outputs",
     "problem_from_arguments",

@@ -58,7 +58,7 @@ class Activation:
         return self.name
 
     @classmethod
-    def parse(cls, activation: ActivationArg) -> "Activation":
+    def parse(cls, activation: ActivationArg) -> Activation:
         """Turn the user's ``activation=`` argument into an :class:`Activation`.
 
         Accepts None, a name from :data:`ACTIVATION_NAMES`, ``('leaky_relu', slope)`` or

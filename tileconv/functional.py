@@ -12,23 +12,27 @@ Where it runs:
 - CPU tensors otherwise fall back to ``torch.nn.functional.conv2d`` followed by the same
   epilogue in PyTorch, so a model built on tileconv still runs, and can be tested, on a CPU.
 
-Gradients: the forward is tileconv's; the backward applies the activation's derivative
-and then PyTorch's ``convolution_backward`` for the input and weight gradients.
+Gradients: the backward applies the activation's derivative (from the output where it is
+a function of it, else from the pre-activation recomputed by the forward kernel), then
+tileconv's dgrad and wgrad kernels (:mod:`tileconv.kernels.backward`); the bias gradient
+is a sum, the residual's the pre-activation gradient itself. Under ``torch.compile`` the
+same code runs as the custom ops ``tileconv::conv2d`` / ``tileconv::conv2d_backward``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
 
 from . import dispatch
 from ._runtime import INTERPRET
-from .epilogue import ActivationArg, Epilogue
-from .kernels import LaunchConfig
-from .problem import ConvProblem, IntPair, PaddingArg, problem_from_arguments
+from .epilogue import Activation, ActivationArg, Epilogue
+from .kernels import BackwardConfig, LaunchConfig
+from .kernels.backward import aten_convolution_backward
+from .problem import ConvProblem, IntPair, PaddingArg, layout_of, problem_from_arguments
 
 _POISON_OUTPUTS = False
 
@@ -90,19 +94,78 @@ def _fallback(problem, x, weight, bias, residual, stride, padding, dilation, gro
     return problem.epilogue.torch_apply(conv, bias, residual)
 
 
-# Activations whose derivative is a function of their output: backward keeps the output
-# instead of recomputing the pre-activation.
-_GRAD_FROM_OUTPUT = {"none", "relu", "relu6", "clamp", "sigmoid", "tanh"}
+# ----------------------------------------------------------------------------- backward
+def _allocate_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    out = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+    return out.fill_(float("nan")) if _POISON_OUTPUTS else out
 
 
-def _activation_grad(problem: ConvProblem, grad: torch.Tensor, saved: torch.Tensor) -> torch.Tensor:
-    """d(loss)/d(pre-activation), from the output (or the recomputed pre-activation)."""
+def conv2d_backward_problem(
+    problem: ConvProblem,
+    grad: torch.Tensor,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    need_input: bool = True,
+    need_weight: bool = True,
+    *,
+    algo: str = "auto",
+    dgrad_config: BackwardConfig | None = None,
+    wgrad_config: BackwardConfig | None = None,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(grad_input, grad_weight) of the convolution of ``problem`` given ``grad``, the
+    gradient of the pre-activation (the epilogue's derivative already applied).
+
+    The lower-level entry that ``bench`` and tests use: ``algo`` forces a backward
+    algorithm by name (``tileconv.kernels.BACKWARD_ALGORITHMS``: 'implicit_gemm',
+    'depthwise', 'aten'), the configs pin launch choices. grad_input follows the input's
+    layout; grad_weight is contiguous. CPU tensors without the interpreter use 'aten'.
+    """
+    if not uses_triton(grad):
+        algo = "aten"
+    algorithm = dispatch.select_backward(problem, algo)
+    if algorithm.name == "aten":
+        return aten_convolution_backward(problem, grad, x, weight, need_input, need_weight)
+    grad_input = grad_weight = None
+    if need_input:
+        grad_input = _allocate_like(problem.input_shape, problem.layout, x)
+        if problem.n == 0:
+            grad_input.zero_()
+        else:
+            config = dgrad_config or dispatch.backward_config(problem, algorithm, "dgrad")
+            algorithm.dgrad(problem, grad, weight, grad_input, config)
+    if need_weight:
+        grad_weight = _allocate_like(problem.weight_shape, "nchw", weight)
+        if problem.n == 0:
+            grad_weight.zero_()
+        else:
+            config = wgrad_config or dispatch.backward_config(problem, algorithm, "wgrad")
+            algorithm.wgrad(problem, grad, x, grad_weight, config)
+    return grad_input, grad_weight
+
+
+def _saves_output(problem: ConvProblem) -> bool:
+    """Whether backward takes the activation's derivative from the output (which the
+    caller holds anyway: no extra memory) rather than from the pre-activation, which it
+    then recomputes from x, weight, bias and residual (kept for wgrad/dgrad anyway, bar
+    bias and residual) instead of storing an N*K*P*Q tensor. Identity needs neither."""
+    act = problem.epilogue.activation
+    if act.name == "leaky_relu":  # sign(out) = sign(pre-activation) iff the slope is positive
+        return act.alpha > 0
+    return act.name in ("relu", "relu6", "clamp", "sigmoid", "tanh")
+
+
+def _activation_grad(problem: ConvProblem, grad: torch.Tensor, saved: torch.Tensor | None) -> torch.Tensor:
+    """d(loss)/d(pre-activation), from the output (see :func:`_saves_output`) or the
+    recomputed pre-activation; identity needs neither."""
     act = problem.epilogue.activation
     name = act.name
     if name == "none":
         return grad
     if name == "relu":
         return grad * (saved > 0)
+    if name == "leaky_relu" and _saves_output(problem):
+        return grad * torch.where(saved > 0, 1.0, act.alpha).to(grad.dtype)
     if name in ("relu6", "clamp"):
         lo, hi = (0.0, 6.0) if name == "relu6" else (act.alpha, act.beta)
         return grad * ((saved > lo) & (saved < hi))
@@ -110,10 +173,52 @@ def _activation_grad(problem: ConvProblem, grad: torch.Tensor, saved: torch.Tens
         return grad * saved * (1 - saved)
     if name == "tanh":
         return grad * (1 - saved * saved)
-    with torch.enable_grad():  # saved is the pre-activation: differentiate act there
-        z = saved.detach().requires_grad_(True)
-        (grad_z,) = torch.autograd.grad(act.torch_apply(z), z, grad)
-    return grad_z
+    # saved is the pre-activation: PyTorch's own derivative kernels (no autograd graph,
+    # which a custom op's implementation could not record anyway).
+    aten = torch.ops.aten
+    if name == "silu":
+        return aten.silu_backward(grad, saved)
+    if name in ("gelu", "gelu_tanh"):
+        return aten.gelu_backward(grad, saved, approximate="tanh" if name == "gelu_tanh" else "none")
+    if name == "hardswish":
+        return aten.hardswish_backward(grad, saved)
+    if name == "leaky_relu":  # a slope <= 0: the output's sign does not tell the input's
+        return aten.leaky_relu_backward(grad, saved, act.alpha, False)
+    raise AssertionError(f"no derivative for activation {name!r}")
+
+
+def _backward(problem, grad_out, x, weight, bias, residual, saved_out, needs):
+    """(grad_x, grad_w, grad_b, grad_residual) for ``needs`` = which of the four to compute.
+
+    The epilogue's backward: grad_z = grad_out * act'(pre-activation); grad_residual =
+    grad_z; grad_b = sum of grad_z over (N, P, Q) (PyTorch's sum: one read of grad_z at
+    memory speed, fp32 accumulation for 16-bit dtypes; not worth its own kernel); grad_x
+    and grad_w from the dgrad and wgrad kernels.
+    """
+    if problem.epilogue.activation.name == "none":
+        saved = None
+    elif _saves_output(problem):
+        saved = saved_out
+    else:  # recompute the pre-activation with tileconv's own kernel
+        plain = problem.with_epilogue(Epilogue(has_bias=bias is not None, has_residual=residual is not None))
+        saved = conv2d_problem(plain, x, weight, bias, residual)
+    grad_z = _activation_grad(problem, grad_out, saved)
+    grad_x, grad_w = (None, None)
+    if needs[0] or needs[1]:
+        grad_x, grad_w = conv2d_backward_problem(problem, grad_z, x, weight, needs[0], needs[1])
+    grad_b = grad_z.sum(dim=(0, 2, 3)) if needs[2] else None
+    grad_res = grad_z if needs[3] else None
+    return grad_x, grad_w, grad_b, grad_res
+
+
+def _saved_for_backward(problem, x, weight, bias, residual, out):
+    """What backward keeps: x and weight always (wgrad, dgrad); the output when the
+    activation's derivative comes from it; bias and residual when it is recomputed."""
+    if problem.epilogue.activation.name == "none":
+        return x, weight, None, None, None
+    if _saves_output(problem):
+        return x, weight, None, None, out
+    return x, weight, bias, residual, None
 
 
 class _Conv2dFunction(torch.autograd.Function):
@@ -121,43 +226,123 @@ class _Conv2dFunction(torch.autograd.Function):
     def forward(ctx, problem, x, weight, bias, residual):
         out = conv2d_problem(problem, x, weight, bias, residual)
         ctx.problem = problem
-        if problem.epilogue.activation.name in _GRAD_FROM_OUTPUT:
-            ctx.save_for_backward(x, weight, None, None, out)
-        else:  # the pre-activation is recomputed in backward from these
-            ctx.save_for_backward(x, weight, bias, residual, None)
+        ctx.save_for_backward(*_saved_for_backward(problem, x, weight, bias, residual, out))
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        problem: ConvProblem = ctx.problem
-        x, weight, bias, residual, saved = ctx.saved_tensors
-        if saved is None:  # recompute the pre-activation with tileconv's own kernel
-            plain = problem.with_epilogue(Epilogue(has_bias=bias is not None, has_residual=residual is not None))
-            saved = conv2d_problem(plain, x, weight, bias, residual)
-        grad_z = _activation_grad(problem, grad_out, saved)
-        need_x, need_w, need_b = ctx.needs_input_grad[1], ctx.needs_input_grad[2], ctx.needs_input_grad[3]
-        grad_x = grad_w = grad_b = None
-        if need_x or need_w:
-            grad_x, grad_w = _conv_backward(problem, grad_z, x, weight, need_x, need_w)
-        if need_b:
-            grad_b = grad_z.sum(dim=(0, 2, 3))
-        grad_res = grad_z if ctx.needs_input_grad[4] else None
-        return None, grad_x, grad_w, grad_b, grad_res
+        x, weight, bias, residual, saved_out = ctx.saved_tensors
+        grads = _backward(ctx.problem, grad_out, x, weight, bias, residual, saved_out, ctx.needs_input_grad[1:5])
+        return (None, *grads)
 
 
-def _conv_backward(problem, grad_z, x, weight, need_x, need_w):
-    """Input and weight gradients through PyTorch's convolution_backward."""
-    pad_extra = (problem.padding_end[0] - problem.padding[0], problem.padding_end[1] - problem.padding[1])
-    x_in = x
-    if pad_extra != (0, 0):  # 'same' with an even kernel pads one more at the end
-        x_in = F.pad(x, (0, pad_extra[1], 0, pad_extra[0]))
-    grad_x, grad_w, _ = torch.ops.aten.convolution_backward(
-        grad_z, x_in, weight, None, list(problem.stride), list(problem.padding), list(problem.dilation),
-        False, [0, 0], problem.groups, [need_x, need_w, False],
+# ----------------------------------------------------------------------------- torch.library
+# tileconv::conv2d and its backward as PyTorch custom ops, so that torch.compile traces
+# through tileconv.conv2d without a graph break (a fake implementation gives the output's
+# shape and layout) and CUDA graphs capture it. Arguments are normalised: pairs as lists,
+# padding as (top, left) and (bottom, right), the activation as (name, alpha, beta).
+_OP_ARGS = (
+    "int[] stride, int[] padding, int[] padding_end, int[] dilation, int groups, "
+    "str activation, float alpha, float beta"
+)
+
+
+def _op_problem(x, weight, has_bias, has_residual, stride, padding, padding_end, dilation, groups,
+                activation, alpha, beta) -> ConvProblem:
+    n, c, h, w = x.shape
+    k, _, r, s = weight.shape
+    return ConvProblem(
+        n=n, c=c, h=h, w=w, k=k, r=r, s=s, stride=tuple(stride), padding=tuple(padding),
+        dilation=tuple(dilation), groups=groups, dtype=x.dtype, layout=layout_of(x),
+        epilogue=Epilogue(Activation(activation, alpha, beta), has_bias, has_residual),
+        allow_tf32=x.dtype == torch.float32 and torch.backends.cudnn.allow_tf32,
+        padding_end=tuple(padding_end),
     )
-    if grad_x is not None and pad_extra != (0, 0):
-        grad_x = grad_x[:, :, : problem.h, : problem.w]
-    return grad_x, grad_w
+
+
+def _op_arguments(problem: ConvProblem) -> tuple:
+    act = problem.epilogue.activation
+    return (list(problem.stride), list(problem.padding), list(problem.padding_end), list(problem.dilation),
+            problem.groups, act.name, act.alpha, act.beta)
+
+
+@torch.library.custom_op(
+    "tileconv::conv2d", mutates_args=(),
+    schema=f"(Tensor input, Tensor weight, Tensor? bias, Tensor? residual, {_OP_ARGS}) -> Tensor",
+)
+def _conv2d_op(x, weight, bias, residual, *args):
+    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    if not uses_triton(x):
+        return _fallback(problem, x, weight, bias, residual, problem.stride, _explicit_padding(x, problem),
+                         problem.dilation, problem.groups)
+    return conv2d_problem(problem, x, weight, bias, residual)
+
+
+@_conv2d_op.register_fake
+def _(x, weight, bias, residual, *args):
+    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
+    return torch.empty(problem.output_shape, dtype=x.dtype, device=x.device, memory_format=fmt)
+
+
+@torch.library.custom_op(
+    "tileconv::conv2d_backward", mutates_args=(),
+    schema=(f"(Tensor grad, Tensor input, Tensor weight, Tensor? bias, Tensor? residual, Tensor? output, {_OP_ARGS}, "
+            "bool[] output_mask) -> (Tensor, Tensor, Tensor, Tensor)"),
+)
+def _conv2d_backward_op(grad, x, weight, bias, residual, out, *args):
+    *args, needs = args
+    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    # The bias/residual flags only shape the recomputed pre-activation; the problem's
+    # epilogue for the activation is what matters here.
+    grads = _backward(problem, grad, x, weight, bias, residual, out, needs)
+    empty = grad.new_empty(0)
+    # A custom op may not return an input: the residual gradient of an identity
+    # activation is grad itself, which the autograd formula passes on without the op.
+    return tuple(empty if g is None or g is grad else g for g in grads)
+
+
+@_conv2d_backward_op.register_fake
+def _(grad, x, weight, bias, residual, out, *args):
+    *args, needs = args
+    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    empty = grad.new_empty(0)
+    grad_z = grad if problem.epilogue.activation.name == "none" else torch.empty_like(grad)
+    return (
+        _allocate_like(problem.input_shape, problem.layout, x) if needs[0] else empty,
+        _allocate_like(problem.weight_shape, "nchw", weight) if needs[1] else empty,
+        grad.new_empty((problem.k,)) if needs[2] else empty,
+        torch.empty_like(grad_z) if needs[3] and grad_z is not grad else empty,
+    )
+
+
+def _op_setup_context(ctx, inputs, output):
+    x, weight, bias, residual, *args = inputs
+    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    ctx.args = args
+    ctx.save_for_backward(*_saved_for_backward(problem, x, weight, bias, residual, output))
+    ctx.has_bias_residual = (bias is not None, residual is not None)
+
+
+def _op_backward(ctx, grad):
+    x, weight, bias, residual, saved_out = ctx.saved_tensors
+    needs = list(ctx.needs_input_grad[:4])
+    identity = ctx.args[5] == "none"
+    op_needs = [needs[0], needs[1], needs[2], needs[3] and not identity]
+    grad_x, grad_w, grad_b, grad_res = torch.ops.tileconv.conv2d_backward(
+        grad, x, weight, bias, residual, saved_out, *ctx.args, op_needs)
+    if needs[3] and identity:
+        grad_res = grad
+    grads = [g if need else None for g, need in zip((grad_x, grad_w, grad_b, grad_res), needs, strict=True)]
+    return (*grads, *([None] * len(ctx.args)))
+
+
+_conv2d_op.register_autograd(_op_backward, setup_context=_op_setup_context)
+
+
+def _explicit_padding(x: torch.Tensor, problem: ConvProblem):
+    """The padding argument F.conv2d understands for ``problem`` ('same' when asymmetric)."""
+    return "same" if problem.padding_end != problem.padding else problem.padding
 
 
 def conv2d(
@@ -204,6 +389,8 @@ def conv2d(
     problem = problem_from_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
     if not uses_triton(input):
         out = _fallback(problem, input, weight, bias, residual, stride, padding, dilation, groups)
+    elif torch.compiler.is_compiling():  # the custom op: no graph break, autograd included
+        out = torch.ops.tileconv.conv2d(input, weight, bias, residual, *_op_arguments(problem))
     elif torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (input, weight, bias, residual)
     ):

@@ -13,8 +13,9 @@ argument and its value before anything is allocated or written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence, Union
+from typing import Union
 
 import torch
 
@@ -175,7 +176,7 @@ class ConvProblem:
             f"-{self.dtype_name}-{self.layout}"
         )
 
-    def with_epilogue(self, epilogue: Epilogue) -> "ConvProblem":
+    def with_epilogue(self, epilogue: Epilogue) -> ConvProblem:
         return replace(self, epilogue=epilogue)
 
 

@@ -19,9 +19,11 @@ from .problem import ConvProblem
 BASE_TOLERANCE = {"float32": 2e-6, "float32+tf32": 3e-3, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
-def tolerance(problem: ConvProblem) -> float:
-    """Allowed relative error: by dtype, growing with the reduction length C/g*R*S."""
-    return BASE_TOLERANCE[problem.dtype_name] * max(1.0, math.sqrt(problem.gemm_k / 256))
+def tolerance(problem: ConvProblem, reduction: int | None = None) -> float:
+    """Allowed relative error: by dtype, growing with the reduction length (C/g*R*S for
+    the forward; ``reduction`` for another pass: K/g*R*S for dgrad, N*P*Q for wgrad)."""
+    length = problem.gemm_k if reduction is None else reduction
+    return BASE_TOLERANCE[problem.dtype_name] * max(1.0, math.sqrt(length / 256))
 
 
 @dataclass

@@ -18,6 +18,7 @@ import sys
 
 from .._runtime import INTERPRET
 from .options import DTYPES, add_measurement_arguments, options_argv, positive_int
+from .peers import PASSES
 from .suites import EPILOGUES, SUITE_NAMES
 
 HELP = "time tileconv against cuDNN (and torch.compile) on the seed shapes and real networks"
@@ -30,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=positive_int, default=None, help="batch size for every problem (default: the suite's)")
     parser.add_argument("--epilogue", choices=list(EPILOGUES), default="none",
                         help="fused into tileconv; the eager peer runs conv, then the same ops in PyTorch")
+    parser.add_argument("--pass", dest="pass_", choices=list(PASSES), default="fwd",
+                        help="what is timed: fwd (default), dgrad (input gradient), wgrad (weight gradient) or "
+                             "fwd+bwd; the cudnn peer runs aten.convolution_backward for the same gradients")
     parser.add_argument("--model", metavar="NAME", default=None,
                         help="a whole torchvision model (random weights; e.g. resnet50) instead of a suite: eager, "
                              "CUDA graph, torch.compile, tileconv.convert, tileconv + CUDA graph (--batch default 32)")
@@ -38,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def bench_argv(args: argparse.Namespace) -> list[str]:
     """``args`` back as this command's words (to re-execute it)."""
-    argv = ["--suite", args.suite, "--epilogue", args.epilogue]
+    argv = ["--suite", args.suite, "--epilogue", args.epilogue, "--pass", getattr(args, "pass_", "fwd")]
     if args.batch is not None:
         argv += ["--batch", str(args.batch)]
     if getattr(args, "model", None) is not None:
@@ -74,10 +78,13 @@ def run(args: argparse.Namespace) -> int:
     ]
     console = make_console()
     result = measure(items, args, args.suite, console)
+    pass_name = getattr(args, "pass_", "fwd")
     title = (f"tileconv bench: suite {args.suite}, {args.dtype}, {args.layout}, epilogue {args.epilogue}"
+             + ("" if pass_name == "fwd" else f", pass {pass_name}")
              + ("" if args.batch is None else f", batch {args.batch}"))
     render_table(result, console, title=title)
-    stem = f"bench-{args.suite}-{args.dtype}-{args.layout}-{args.epilogue}"
+    stem = f"bench-{args.suite}-{args.dtype}-{args.layout}-{args.epilogue}" + (
+        "" if pass_name == "fwd" else "-" + pass_name.replace("+", "-"))
     write_outputs(result, args, console, stem, plot_bench)
     return exit_code(result)
 

@@ -97,8 +97,9 @@ def run_demo(args: argparse.Namespace, module: str, argv: Sequence[str]) -> int:
         f"No CUDA GPU: no timings; a correctness demo instead, {len(items)} small shapes of suite "
         f"'{args.suite}' through the Triton interpreter against the float64 reference."
     )
-    rows = run_items(items, algos=algorithms_for(args.algo), against=(), device="cpu", timer=None,
-                     reference="float64")
+    pass_name = getattr(args, "pass_", "fwd")
+    rows = run_items(items, algos=algorithms_for(args.algo, pass_name), against=(), device="cpu", timer=None,
+                     reference="float64", pass_name=pass_name)
     env = environment()
     result = BenchResult(
         env=env, suite=args.suite, dtype=args.dtype, layout=args.layout, epilogue=args.epilogue,

@@ -27,6 +27,10 @@ from ..reference import conv2d_reference
 from ..testing import ConvInputs
 
 PEERS = ("cudnn", "compile")
+# What a row times (``bench --pass``): the forward with its epilogue; the input gradient;
+# the weight gradient; or the forward, then both gradients (and the bias's) of an upstream
+# gradient taken as the pre-activation's (the activation's derivative is not timed).
+PASSES = ("fwd", "dgrad", "wgrad", "fwd+bwd")
 
 ConvFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None], torch.Tensor]
 
@@ -74,6 +78,56 @@ def compile_call(problem: ConvProblem, inputs: ConvInputs) -> Callable[[], torch
 
 
 PEER_CALLS = {"cudnn": cudnn_call, "compile": compile_call}
+
+
+def pass_gradients(problem: ConvProblem, pass_name: str) -> tuple[bool, bool]:
+    """(input gradient, weight gradient) computed by ``pass_name``."""
+    return pass_name in ("dgrad", "fwd+bwd"), pass_name in ("wgrad", "fwd+bwd")
+
+
+def backward_outputs(problem: ConvProblem, inputs: ConvInputs, grad: torch.Tensor, pass_name: str) -> list:
+    """PyTorch's ``aten.convolution_backward`` (cuDNN on a GPU) for the gradients of the
+    pass, plus the bias gradient in fwd+bwd: the eager peer's backward."""
+    from ..kernels.backward import aten_convolution_backward
+
+    need_x, need_w = pass_gradients(problem, pass_name)
+    grad_x, grad_w = aten_convolution_backward(problem, grad, inputs.x, inputs.weight, need_x, need_w)
+    outputs = [t for t in (grad_x, grad_w) if t is not None]
+    if pass_name == "fwd+bwd" and inputs.bias is not None:
+        outputs.append(grad.sum(dim=(0, 2, 3)))
+    return outputs
+
+
+def cudnn_pass_call(problem: ConvProblem, inputs: ConvInputs, grad: torch.Tensor | None,
+                    pass_name: str) -> Callable[[], object]:
+    """The eager peer of one pass: ``aten.convolution_backward`` for the same gradients."""
+    if pass_name == "fwd":
+        return cudnn_call(problem, inputs)
+    forward = cudnn_call(problem, inputs) if pass_name == "fwd+bwd" else None
+
+    def call():
+        out = [forward()] if forward is not None else []
+        return out + backward_outputs(problem, inputs, grad, pass_name)
+
+    return call
+
+
+def reference_pass(problem: ConvProblem, inputs: ConvInputs, grad: torch.Tensor | None, pass_name: str,
+                   precision: str = "float32") -> list[torch.Tensor]:
+    """The reference outputs of a pass, widened as in :func:`reference_output`."""
+    outputs = [reference_output(problem, inputs, precision)] if pass_name in ("fwd", "fwd+bwd") else []
+    if pass_name == "fwd":
+        return outputs
+    strict_fp32 = problem.dtype == torch.float32 and not problem.allow_tf32
+    wide = torch.float64 if precision == "float64" or strict_fp32 else torch.float32
+    device = "cpu" if precision == "float64" else inputs.x.device
+
+    def widen(t):
+        return None if t is None else t.detach().to(device=device, dtype=wide)
+
+    wide_inputs = ConvInputs(widen(inputs.x), widen(inputs.weight), widen(inputs.bias), widen(inputs.residual))
+    with torch.no_grad(), cudnn_tf32(False):
+        return outputs + backward_outputs(problem, wide_inputs, widen(grad), pass_name)
 
 
 @contextlib.contextmanager

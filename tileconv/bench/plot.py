@@ -3,6 +3,8 @@
 - :func:`plot_bench`: top panel, grouped bars per problem, TFLOP/s of each implementation
   (the seeds' "Program N vs Program M" chart); bottom panel, tileconv's speedup over cuDNN
   per row, with the geomean. Rows whose output is wrong are marked "fail", not drawn.
+  With ``--algo all`` the seed's ladder (teaching kernels) comes first, in step order, in
+  shades of green from light to dark, then the production kernels: the step-by-step chart.
 - :func:`plot_sweep`: TFLOP/s against the reduction length C for the 1x1 GEMM sweep, with
   the measured GEMM ceiling.
 """
@@ -11,11 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..kernels import ALGORITHMS
 from .report import BenchResult, geomean_speedup
 from .runner import Row
 
 COLORS = {"tileconv": "#1f77b4", "cudnn": "#7f7f7f", "compile": "#ff7f0e"}
-EXTRA_TILECONV_COLORS = ("#2ca02c", "#9467bd", "#17becf", "#8c564b")
+EXTRA_TILECONV_COLORS = ("#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#2ca02c")
+# The ladder's steps, light to dark: each step reads as a darker shade of the one before.
+LADDER_COLORS = ("#b5e0ab", "#86cc7f", "#4fb060", "#2a8a44", "#0b6a2c", "#00441b")
 FAIL_COLOR = "#d62728"
 
 
@@ -29,10 +34,19 @@ def _pyplot():
 
 
 def _series(result: BenchResult) -> list[tuple[str, str, str | None]]:
-    """(legend label, color, tileconv algo or None for a peer) of each bar in a group."""
+    """(legend label, color, tileconv algo or None for a peer) of each bar in a group:
+    the ladder's steps first (greens), then the other algorithms (the first in tileconv's
+    blue), then the peers."""
+    def teaching(algo: str) -> bool:
+        return algo in ALGORITHMS and ALGORITHMS[algo].teaching
+
     algos = list(dict.fromkeys(row.algo for row in result.rows))
+    steps = [algo for algo in ALGORITHMS if teaching(algo) and algo in algos]  # step order
+    others = [algo for algo in algos if not teaching(algo)]
     series = []
-    for index, algo in enumerate(algos):
+    for index, algo in enumerate(steps):
+        series.append((f"tileconv ({algo})", LADDER_COLORS[index % len(LADDER_COLORS)], algo))
+    for index, algo in enumerate(others):
         color = COLORS["tileconv"] if index == 0 else EXTRA_TILECONV_COLORS[(index - 1) % len(EXTRA_TILECONV_COLORS)]
         series.append((f"tileconv ({algo})" if len(algos) > 1 or algo != "auto" else "tileconv", color, algo))
     if "cudnn" in result.against:

@@ -30,7 +30,7 @@ from .timing import Ceilings, roofline
 
 ROW_KEYS = (
     "suite", "name", "n", "c", "h", "w", "k", "r", "s", "stride", "padding", "dilation", "groups",
-    "dtype", "layout", "epilogue", "algo", "tileconv_us", "cudnn_us", "compile_us",
+    "dtype", "layout", "epilogue", "algo", "pass", "tileconv_us", "cudnn_us", "compile_us",
     "speedup_vs_cudnn", "tflops", "gbps", "rel_err", "ok",
 )
 TOP_KEYS = (
@@ -105,19 +105,19 @@ class BenchResult:
             "n": p.n, "c": p.c, "h": p.h, "w": p.w, "k": p.k, "r": p.r, "s": p.s,
             "stride": list(p.stride), "padding": list(p.padding), "dilation": list(p.dilation),
             "groups": p.groups, "dtype": dtype_label(p), "layout": p.layout, "epilogue": epilogue_label(p),
-            "algo": row.algo,
+            "algo": row.algo, "pass": row.pass_name,
             "tileconv_us": row.tileconv_us, "cudnn_us": row.cudnn_us, "compile_us": row.compile_us,
             "speedup_vs_cudnn": row.speedup_vs_cudnn,
             "tflops": row.tflops, "gbps": row.gbps, "rel_err": row.rel_err, "ok": row.ok,
         }
         bound, percent = (None, None)
         if self.ceilings is not None and row.tileconv_us is not None:
-            bound, percent = roofline(p.flops, p.min_bytes, row.tileconv_us, self.ceilings)
+            bound, percent = roofline(row.flops, p.min_bytes, row.tileconv_us, self.ceilings)
         data.update({  # extras beyond the fixed schema
             "shape": p.describe(), "status": row.status, "tolerance": row.tolerance,
             "speedup_vs_compile": row.speedup_vs_compile,
             "cudnn_tflops": row.tflops_of(row.cudnn_us), "compile_tflops": row.tflops_of(row.compile_us),
-            "flops": p.flops, "min_bytes": p.min_bytes, "arithmetic_intensity": p.arithmetic_intensity,
+            "flops": row.flops, "min_bytes": p.min_bytes, "arithmetic_intensity": p.arithmetic_intensity,
             "bound": bound, "percent_of_ceiling": percent, "notes": list(row.notes),
         })
         return data
@@ -160,7 +160,7 @@ def write_json(result: BenchResult, path: Path) -> None:
 
 CSV_KEYS = (
     "suite", "name", "n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "pad_h", "pad_w",
-    "dilation_h", "dilation_w", "groups", "dtype", "layout", "epilogue", "algo", "tileconv_us", "cudnn_us",
+    "dilation_h", "dilation_w", "groups", "dtype", "layout", "epilogue", "algo", "pass", "tileconv_us", "cudnn_us",
     "compile_us", "speedup_vs_cudnn", "speedup_vs_compile", "tflops", "gbps", "bound", "percent_of_ceiling",
     "rel_err", "tolerance", "ok", "status", "notes",
 )

@@ -21,11 +21,13 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..functional import conv2d_problem
-from ..kernels import ALGORITHMS
+import torch
+
+from ..functional import conv2d_backward_problem, conv2d_problem
+from ..kernels import ALGORITHMS, BACKWARD_ALGORITHMS
 from ..problem import ConvProblem
-from ..testing import compare, random_inputs, tolerance
-from .peers import PEER_CALLS, reference_output
+from ..testing import Comparison, ConvInputs, compare, random_inputs, tolerance
+from .peers import PASSES, PEER_CALLS, cudnn_pass_call, pass_gradients, reference_output, reference_pass
 from .suites import EPILOGUES
 
 # (label, zero-argument call) -> microseconds. Labels: 'tileconv:<algo>', 'cudnn', 'compile'.
@@ -72,13 +74,19 @@ class Row:
     tolerance: float | None = None
     status: str = "error"
     notes: list[str] = field(default_factory=list)
+    pass_name: str = "fwd"  # what is timed: one of peers.PASSES
+
+    @property
+    def flops(self) -> int:
+        """FLOPs of the pass: dgrad and wgrad each cost the forward's; fwd+bwd all three."""
+        return self.problem.flops * (3 if self.pass_name == "fwd+bwd" else 1)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def tflops_of(self, us: float | None) -> float | None:
-        return None if us is None else self.problem.flops / (us * 1e-6) / 1e12
+        return None if us is None else self.flops / (us * 1e-6) / 1e12
 
     @property
     def tflops(self) -> float | None:
@@ -104,10 +112,14 @@ class Row:
         return self.speedup_vs(self.compile_us)
 
 
-def algorithms_for(choice: str) -> list[str]:
-    """``--algo``: 'auto' (tileconv's own choice), one algorithm by name, or 'all' of them."""
+def algorithms_for(choice: str, pass_name: str = "fwd") -> list[str]:
+    """``--algo``: 'auto' (tileconv's own choice), one algorithm by name, or 'all' of them:
+    the seed's ladder first, in step order, then the production kernels (implicit_gemm,
+    the ladder's last step, leads them), so that rows and chart bars read step by step."""
+    if choice == "all" and pass_name in ("dgrad", "wgrad"):  # the backward algorithms, PyTorch's aside
+        return [name for name in BACKWARD_ALGORITHMS if name != "aten"]
     if choice == "all":
-        return list(ALGORITHMS)
+        return sorted(ALGORITHMS, key=lambda name: not ALGORITHMS[name].teaching)  # stable sort
     if choice != "auto" and choice not in ALGORITHMS:
         raise ValueError(f"algo={choice!r} is not 'auto', 'all' or one of {', '.join(ALGORITHMS)}")
     return [choice]
@@ -125,21 +137,47 @@ def describe_peer_error(error: BaseException) -> str:
     return describe_error(error)
 
 
-def _check_tileconv(row: Row, call: Callable[[], object], reference, tol: float) -> bool:
-    """Run tileconv once and judge it; False if it could not run at all."""
-    if row.algo != "auto":
-        reason = ALGORITHMS[row.algo].unsupported_reason(row.problem)
-        if reason is not None:
-            row.status = "unsupported"
-            row.notes.append(f"{row.algo}: {reason}")
-            return False
+def _unsupported(algo: str, problem: ConvProblem, pass_name: str) -> str | None:
+    """Why ``algo`` cannot run ``pass_name`` of ``problem`` (None: it can). For dgrad/wgrad
+    the name is looked up among the backward algorithms, for fwd+bwd among both."""
+    if algo == "auto":
+        return None
+    registries = {"fwd": [ALGORITHMS], "dgrad": [BACKWARD_ALGORITHMS], "wgrad": [BACKWARD_ALGORITHMS],
+                  "fwd+bwd": [ALGORITHMS, BACKWARD_ALGORITHMS]}[pass_name]
+    if not any(algo in registry for registry in registries):
+        return f"no {pass_name} algorithm of that name"
+    for registry in registries:
+        if algo in registry:
+            reason = registry[algo].unsupported_reason(problem)
+            if reason is not None:
+                return reason
+    return None
+
+
+def _compare_all(outputs, references, tols) -> Comparison:
+    """The worst (failures first, then by error over tolerance) of each output's comparison."""
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    references = references if isinstance(references, (list, tuple)) else [references]
+    tols = tols if isinstance(tols, (list, tuple)) else [tols]
+    checks = [compare(out, ref, tol) for out, ref, tol in zip(outputs, references, tols, strict=True)]
+    return max(checks, key=lambda c: (not c.ok, c.rel_err / c.tolerance if c.tolerance else 0.0))
+
+
+def _check_tileconv(row: Row, call: Callable[[], object], reference, tol) -> bool:
+    """Run tileconv once and judge it; False if it could not run at all. ``reference`` and
+    ``tol`` are lists for a pass with several outputs."""
+    reason = _unsupported(row.algo, row.problem, row.pass_name)
+    if reason is not None:
+        row.status = "unsupported"
+        row.notes.append(f"{row.algo}: {reason}")
+        return False
     try:
-        check = compare(call(), reference, tol)  # compare() synchronizes: device errors land here
+        check = _compare_all(call(), reference, tol)  # compare() synchronizes: device errors land here
     except Exception as error:  # recorded in the row; the run goes on
         row.status = "error"
         row.notes.append(f"tileconv {row.algo}: {describe_error(error)}")
         return False
-    row.rel_err, row.tolerance = check.rel_err, tol
+    row.rel_err, row.tolerance = check.rel_err, check.tolerance
     row.status = "ok" if check.ok else "fail"
     if not check.ok:
         row.notes.append(f"tileconv {row.algo} wrong: {check.message()}")
@@ -174,25 +212,36 @@ def run_item(
     timer: RowTimer | None = None,
     repeat: int = 1,
     reference: str = "float32",
+    pass_name: str = "fwd",
 ) -> list[Row]:
-    """The rows of one problem. Without a ``timer`` nothing is timed (the interpreter demo)."""
+    """The rows of one problem. Without a ``timer`` nothing is timed (the interpreter demo).
+    ``pass_name`` (one of :data:`PASSES`) is what tileconv and the peers compute and time."""
+    if pass_name not in PASSES:
+        raise ValueError(f"pass_name={pass_name!r} must be one of {', '.join(PASSES)}")
     problem = item.problem
     if len(algos) > 1:  # --algo all: an algorithm that cannot compute the problem has no row
-        algos = [a for a in algos if a == "auto" or ALGORITHMS[a].unsupported_reason(problem) is None]
-    rows = [Row(item.suite, item.name, problem, algo) for algo in algos]
+        algos = [a for a in algos if _unsupported(a, problem, pass_name) is None]
+    rows = [Row(item.suite, item.name, problem, algo, pass_name=pass_name) for algo in algos]
     try:
         inputs = random_inputs(problem, device=device)
-        ref = reference_output(problem, inputs, reference)
+        grad = None if pass_name == "fwd" else _random_grad(problem, device)
+        if pass_name == "fwd":
+            ref = reference_output(problem, inputs, reference)
+        else:
+            ref = reference_pass(problem, inputs, grad, pass_name, reference)
     except Exception as error:  # e.g. out of memory for the inputs themselves
         for row in rows:
             row.notes.append(f"inputs/reference: {describe_error(error)}")
         return rows
-    tol = tolerance(problem)
+    tol = _pass_tolerances(problem, pass_name)
     calls: dict[str, Callable[[], object]] = {}
     for row in rows:
-        call = functools.partial(
-            conv2d_problem, problem, inputs.x, inputs.weight, inputs.bias, inputs.residual, algo=row.algo
-        )
+        if pass_name == "fwd":
+            call = functools.partial(
+                conv2d_problem, problem, inputs.x, inputs.weight, inputs.bias, inputs.residual, algo=row.algo
+            )
+        else:
+            call = _tileconv_pass_call(problem, inputs, grad, pass_name, row.algo)
         if _check_tileconv(row, call, ref, tol):
             calls[f"tileconv:{row.algo}"] = call
     del ref
@@ -201,7 +250,12 @@ def run_item(
     peer_notes = []
     for peer in against:
         try:
-            call = PEER_CALLS[peer](problem, inputs)
+            if pass_name == "fwd":
+                call = PEER_CALLS[peer](problem, inputs)
+            elif peer == "cudnn":
+                call = cudnn_pass_call(problem, inputs, grad, pass_name)
+            else:
+                raise ValueError(f"the {peer} peer times the forward pass only")
             call()  # warm-up: cuDNN's algorithm search, Inductor's compile and autotuning
             calls[peer] = call
         except Exception as error:
@@ -217,6 +271,52 @@ def run_item(
             row.notes.append(f"tileconv {row.algo} timing: {errors[f'tileconv:{row.algo}']}")
         row.notes.extend(peer_notes)
     return rows
+
+
+def _random_grad(problem: ConvProblem, device: str) -> torch.Tensor:
+    """An upstream gradient of the output's shape and layout (random, never zeros)."""
+    fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
+    grad = torch.randn(problem.output_shape, dtype=torch.float32).to(problem.dtype)
+    return grad.to(device).contiguous(memory_format=fmt)
+
+
+def _pass_tolerances(problem: ConvProblem, pass_name: str) -> float | list[float]:
+    """Tolerances of a pass's outputs, in :func:`_tileconv_pass_call`'s order; each grows
+    with its own reduction (dgrad: K/g*R*S; wgrad and the bias: N*P*Q)."""
+    if pass_name == "fwd":
+        return tolerance(problem)
+    need_x, need_w = pass_gradients(problem, pass_name)
+    tols = [tolerance(problem)] if pass_name == "fwd+bwd" else []
+    if need_x:
+        tols.append(tolerance(problem, problem.k_per_group * problem.r * problem.s))
+    if need_w:
+        tols.append(tolerance(problem, problem.gemm_m))
+    if pass_name == "fwd+bwd" and problem.epilogue.has_bias:
+        tols.append(tolerance(problem, problem.gemm_m))
+    return tols
+
+
+def _tileconv_pass_call(problem: ConvProblem, inputs: ConvInputs, grad: torch.Tensor, pass_name: str,
+                        algo: str) -> Callable[[], list]:
+    """tileconv's outputs of a backward pass, in the reference's order: [out] (fwd+bwd),
+    grad_input (dgrad, fwd+bwd), grad_weight (wgrad, fwd+bwd), grad_bias (fwd+bwd, with bias).
+    ``algo`` names the forward and/or backward algorithm of that name ('auto' otherwise)."""
+    need_x, need_w = pass_gradients(problem, pass_name)
+    forward_algo = algo if algo in ALGORITHMS else "auto"
+    backward_algo = algo if algo in BACKWARD_ALGORITHMS else "auto"
+
+    def call() -> list:
+        outputs = []
+        if pass_name == "fwd+bwd":
+            outputs.append(conv2d_problem(problem, inputs.x, inputs.weight, inputs.bias, inputs.residual,
+                                          algo=forward_algo))
+        grads = conv2d_backward_problem(problem, grad, inputs.x, inputs.weight, need_x, need_w, algo=backward_algo)
+        outputs += [t for t in grads if t is not None]
+        if pass_name == "fwd+bwd" and inputs.bias is not None:
+            outputs.append(grad.sum(dim=(0, 2, 3)))
+        return outputs
+
+    return call
 
 
 def run_items(

@@ -76,8 +76,8 @@ def measure(
                 console.print(escape(_item_line(index, len(items), item, rows)), highlight=False)
 
         rows = run_items(
-            items, algos=algorithms_for(args.algo), against=args.against, device=device,
-            timer=timer, repeat=args.repeat, reference="float32",
+            items, algos=algorithms_for(args.algo, getattr(args, "pass_", "fwd")), against=args.against, device=device,
+            timer=timer, repeat=args.repeat, reference="float32", pass_name=getattr(args, "pass_", "fwd"),
             on_item_start=on_item_start, on_item_done=on_item_done,
         )
     measured = len({(row.suite, row.name) for row in rows})

@@ -12,10 +12,18 @@ from __future__ import annotations
 import torch
 
 from .._runtime import INTERPRET
-from ..kernels import ALGORITHMS, Algorithm, LaunchConfig, get_algorithm
+from ..kernels import (
+    ALGORITHMS,
+    Algorithm,
+    BackwardAlgorithm,
+    BackwardConfig,
+    LaunchConfig,
+    get_algorithm,
+    get_backward_algorithm,
+)
 from ..problem import ConvProblem
 from . import cache
-from .heuristics import choose_algorithm, default_config
+from .heuristics import choose_algorithm, choose_backward_algorithm, default_backward_config, default_config
 
 _selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
 
@@ -52,8 +60,10 @@ def select(
     tuned = cache.lookup(problem, device)
     if tuned is not None:
         # A winner whose algorithm cannot compute the problem (a rule added since it was
-        # tuned) is ignored rather than trusted.
-        if algo == "auto" and ALGORITHMS[tuned.algorithm].unsupported_reason(problem) is None:
+        # tuned) is ignored rather than trusted; so is a teaching kernel (the seed's
+        # ladder), which tuning never races but a hand-edited cache could name.
+        winner = ALGORITHMS[tuned.algorithm]
+        if algo == "auto" and not winner.teaching and winner.unsupported_reason(problem) is None:
             name, config = tuned.algorithm, tuned.config
         elif algo != "auto":
             config = tuned.per_algorithm.get(name)
@@ -64,6 +74,21 @@ def select(
     choice = (algorithm, config if config is not None else default_config(problem, name))
     _selected[key] = choice
     return choice
+
+
+def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorithm:
+    """The backward algorithm for ``problem``: ``algo`` by name, or the heuristics' choice
+    ('depthwise' for groups = C, else 'implicit_gemm'). Tuning does not cover it yet."""
+    algorithm = get_backward_algorithm(choose_backward_algorithm(problem) if algo == "auto" else algo)
+    reason = algorithm.unsupported_reason(problem)
+    if reason is not None:
+        raise ValueError(f"backward algo={algorithm.name!r} cannot compute {problem.describe()}: {reason}")
+    return algorithm
+
+
+def backward_config(problem: ConvProblem, algorithm: BackwardAlgorithm, gradient: str) -> BackwardConfig:
+    """The launch config of ``gradient`` ('dgrad' or 'wgrad') for ``algorithm``."""
+    return default_backward_config(problem, algorithm.name, gradient)
 
 
 def clear_selection_cache() -> None:

@@ -22,7 +22,8 @@ problem gets at most a dozen candidates, chosen and ordered before anything runs
 
 Which algorithms race (:func:`algorithms_to_try`): every one that supports the problem,
 except ``implicit_gemm`` where its smallest tensor-core tile would be under 1/16 useful
-(depthwise) and ``direct`` (the general CUDA-core fallback) where the problem is not thin.
+(depthwise), ``direct`` (the general CUDA-core fallback) where the problem is not thin,
+and the teaching kernels (the seed's ladder), never.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     first = choose_algorithm(problem)
     names = [first]
     for name, algorithm in ALGORITHMS.items():
-        if name == first or algorithm.unsupported_reason(problem) is not None:
+        if name == first or algorithm.teaching or algorithm.unsupported_reason(problem) is not None:
             continue
         if name in ("implicit_gemm", "grouped_gemm") and gemm_useful_fraction(problem, name) < 1 / 16:
             continue

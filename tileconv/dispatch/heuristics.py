@@ -11,7 +11,8 @@ from dataclasses import replace
 import triton
 
 from .._runtime import INTERPRET
-from ..kernels import LaunchConfig
+from ..kernels import BackwardConfig, LaunchConfig
+from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import group_pack_factor
 from ..problem import ConvProblem
 
@@ -44,6 +45,8 @@ def _pow2_between(value: int, low: int, high: int) -> int:
 
 def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     """A sound config for ``algorithm`` on ``problem`` without measuring."""
+    if algorithm in LADDER:  # teaching kernels: one fixed config each
+        return ladder_config(problem, algorithm)
     if algorithm == "grouped_gemm":  # the GEMM runs on the merged groups
         problem = replace(problem, groups=problem.groups // group_pack_factor(problem))
     # Few channels per group: reduce over (filter column, channel) so that a K-slice is
@@ -93,3 +96,39 @@ def _depthwise_config(problem: ConvProblem) -> LaunchConfig:
                             num_warps=4, num_stages=1)
     width = _pow2_between(problem.out_w, 8, 32)
     return LaunchConfig(block_m=max(128, width), block_n=8, block_k=width, num_warps=4, num_stages=1)
+
+
+# --------------------------------------------------------------------- backward
+def choose_backward_algorithm(problem: ConvProblem) -> str:
+    """Depthwise (groups = C): the CUDA-core 'depthwise' kernels; else 'implicit_gemm'."""
+    return "depthwise" if problem.is_depthwise else "implicit_gemm"
+
+
+def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:
+    """A sound config for ``gradient`` ('dgrad' or 'wgrad') of ``algorithm``. Not yet
+    measured on a GPU: tile shapes follow the forward's (same operand widths)."""
+    if gradient not in ("dgrad", "wgrad"):
+        raise ValueError(f"gradient={gradient!r} must be 'dgrad' or 'wgrad'")
+    wide = problem.itemsize == 2
+    if algorithm == "depthwise":
+        if INTERPRET:
+            return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)
+        channels = problem.c if gradient == "dgrad" else problem.k
+        block_n = _pow2_between(channels, 8, 64 if problem.layout == "nhwc" else 16)
+        return BackwardConfig(block_m=128 if block_n <= 16 else 64, block_n=block_n, num_warps=4, num_stages=1)
+    if gradient == "dgrad":  # pixels x input channels, reduction over K/g
+        if INTERPRET:
+            return BackwardConfig(block_m=32, block_n=_pow2_between(problem.c_per_group, 16, 32),
+                                  block_k=_pow2_between(problem.k_per_group, 16, 32), num_warps=1, num_stages=1)
+        block_n = _pow2_between(problem.c_per_group, 16, 128)
+        block_k = _pow2_between(problem.k_per_group, 16, 64 if wide else 32)
+        return BackwardConfig(block_m=128, block_n=block_n, block_k=block_k,
+                              num_warps=8 if block_n >= 128 else 4, num_stages=3 if not wide else 4)
+    columns = problem.c_per_group * problem.r * problem.s  # wgrad: K/g x (r, s, c), reduction over pixels
+    if INTERPRET:
+        return BackwardConfig(block_m=_pow2_between(problem.k_per_group, 16, 32),
+                              block_n=_pow2_between(columns, 16, 32), block_k=32, num_warps=1, num_stages=1)
+    block_m = _pow2_between(problem.k_per_group, 16, 128)
+    block_n = _pow2_between(columns, 16, 128)
+    return BackwardConfig(block_m=block_m, block_n=block_n, block_k=64 if wide else 32,
+                          num_warps=8 if block_m * block_n >= 128 * 128 else 4, num_stages=3)

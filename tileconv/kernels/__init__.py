@@ -8,19 +8,32 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
 - ``direct`` (:mod:`.direct`): CUDA-core direct convolution for depthwise, grouped and
   few-channel problems.
+- ``ladder0_direct`` .. ``ladder3_tensor_core`` (:mod:`.ladder`): the seed's step-by-step
+  implicit GEMM, for teaching and the step chart (``teaching=True``: never dispatched to
+  or tuned).
 
-Launch choices are data (:class:`LaunchConfig`), so that tests can pin them to reach
+The gradients have a registry of their own, ``BACKWARD_ALGORITHMS`` (:mod:`.backward`):
+``implicit_gemm`` (:mod:`.dgrad`, :mod:`.wgrad`), ``depthwise`` and ``aten`` (PyTorch's).
+
+Launch choices are data (:class:`LaunchConfig`, :class:`BackwardConfig`), so that tests can pin them to reach
 every code path and the tuning cache can store them. Who picks the algorithm and the
 config is :mod:`tileconv.dispatch`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..problem import ConvProblem
-from .config import LaunchConfig
+from .backward import BACKWARD_ALGORITHMS, BackwardAlgorithm, get_backward_algorithm
+from .config import BackwardConfig, LaunchConfig
+from .ladder import (
+    launch_ladder0_direct,
+    launch_ladder1_implicit_gemm,
+    launch_ladder2_tiled,
+    launch_ladder3_tensor_core,
+)
 from .launch import (
     group_pack_factor,
     launch_depthwise,
@@ -28,7 +41,6 @@ from .launch import (
     launch_grouped_gemm,
     launch_implicit_gemm,
 )
-
 
 Launcher = Callable[..., None]
 
@@ -42,6 +54,9 @@ class Algorithm:
     launch: Launcher  # launch(problem, x, weight, bias, residual, out, config)
     # None if the algorithm computes ``problem``; else why not (shown to users).
     unsupported_reason: Callable[[ConvProblem], str | None]
+    # A step of the seed's ladder (kernels/ladder.py): correct but slow by design; auto
+    # dispatch never picks it and tuning never races it; only a forced algo runs it.
+    teaching: bool = False
 
 
 def _always(problem: ConvProblem) -> str | None:
@@ -87,6 +102,35 @@ ALGORITHMS: dict[str, Algorithm] = {
         launch_direct,
         _always,
     ),
+    # The seed's ladder, in step order (the production implicit_gemm is the last step).
+    "ladder0_direct": Algorithm(
+        "ladder0_direct",
+        "ladder step 0: one output per lane, direct loops over C, R, S (CUDA cores)",
+        launch_ladder0_direct,
+        _always,
+        teaching=True,
+    ),
+    "ladder1_implicit_gemm": Algorithm(
+        "ladder1_implicit_gemm",
+        "ladder step 1: one output per lane, one flat loop over (c, r, s) (CUDA cores)",
+        launch_ladder1_implicit_gemm,
+        _always,
+        teaching=True,
+    ),
+    "ladder2_tiled": Algorithm(
+        "ladder2_tiled",
+        "ladder step 2: output tiles, 2D K-slices reduced by fp32 multiply-add (CUDA cores)",
+        launch_ladder2_tiled,
+        _always,
+        teaching=True,
+    ),
+    "ladder3_tensor_core": Algorithm(
+        "ladder3_tensor_core",
+        "ladder step 3: the tiles through tl.dot (tensor cores), not pipelined",
+        launch_ladder3_tensor_core,
+        _always,
+        teaching=True,
+    ),
 }
 
 
@@ -101,4 +145,7 @@ def get_algorithm(name: str) -> Algorithm:
     return ALGORITHMS[name]
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "LaunchConfig", "get_algorithm", "supported_algorithms"]
+__all__ = [
+    "ALGORITHMS", "Algorithm", "BACKWARD_ALGORITHMS", "BackwardAlgorithm", "BackwardConfig", "LaunchConfig",
+    "get_algorithm", "get_backward_algorithm", "supported_algorithms",
+]

@@ -21,7 +21,7 @@ class LaunchConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "LaunchConfig":
+    def from_dict(cls, data: dict) -> LaunchConfig:
         return cls(**{k: int(data[k]) for k in cls.__dataclass_fields__ if k in data})
 
     def __str__(self) -> str:
@@ -29,3 +29,29 @@ class LaunchConfig:
             f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
             f"w{self.num_warps} s{self.num_stages}" + (" fused-sc" if self.fuse_sc else "")
         )
+
+
+@dataclass(frozen=True)
+class BackwardConfig:
+    """Tile sizes of one backward launch (dgrad or wgrad).
+
+    dgrad: ``block_m`` input pixels x ``block_n`` input channels, ``block_k`` output
+    channels per reduction step. wgrad: ``block_m`` output channels x ``block_n`` filter
+    columns (r, s, c), ``block_k`` pixels per reduction step; ``split_k`` programs share
+    the N*P*Q reduction (1: none; 0: the launcher decides from the problem's size).
+    Depthwise kernels: ``block_m`` pixels x ``block_n`` channels.
+    """
+
+    block_m: int = 64
+    block_n: int = 64
+    block_k: int = 32
+    split_k: int = 0
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BackwardConfig:
+        return cls(**{k: int(data[k]) for k in cls.__dataclass_fields__ if k in data})

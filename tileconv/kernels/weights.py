@@ -15,7 +15,7 @@ in-place update (an optimizer step), ``data_ptr`` on ``.data`` reassignment.
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

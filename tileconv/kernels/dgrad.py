@@ -1,0 +1,285 @@
+"""Data gradient (dgrad): the input gradient of a convolution, as a transposed implicit GEMM.
+
+For ``y = conv2d(x, w)`` with stride (U, V), padding (pad_h, pad_w) (top/left) and dilation
+(dil_h, dil_w), and the upstream gradient ``dy`` (the gradient of the pre-activation):
+
+    dx[n, g*C/g + c, h, w] = sum_{k < K/g} sum_{(r, s) : p, q integral, in range}
+                                 dy[n, g*K/g + k, p, q] * w[g*K/g + k, c, r, s]
+    p = (h + pad_h - r*dil_h) / U,   q = (w + pad_w - s*dil_w) / V.
+
+Inserted zeros are never multiplied. Pixels are split by output phase
+(h mod U, w mod V): within a phase, whether ``h + pad_h - r*dil_h`` is divisible by U
+depends on r alone, so every pixel of a tile sees the same taps. Each program owns a tile
+of one phase's pixels (h = ph + U*i, w = pw + V*j) and walks one flat loop over that
+phase's taps only (about R*S/(U*V) of them) and blocks of K/g. Along a phase the valid r
+form an arithmetic sequence r0, r0 + r_step, ... with r_step = U / gcd(U, dil_h), and the
+output row moves by r_step*dil_h/U = dp_step rows per step:
+
+    p = i + dp0 - t_r * dp_step,   dp0 = (ph + pad_h - r0*dil_h) / U    (exact division)
+
+For stride 1 there is one phase and every tap is valid: the loop is the forward
+convolution of dy with the flipped, transposed weight, read in place (no derived copy).
+
+- :func:`conv2d_dgrad_kernel` (tensor cores): A[m, k] = dy at the tap's (p, q),
+  B[k, c] = w[k, c, r, s]; the reduction over K/g is the ``tl.dot`` dimension.
+- :func:`conv2d_dgrad_depthwise_kernel` (CUDA cores): groups = C, so the reduction per
+  tap is over the multiplier (K/C) channels only; no tensor-core tile fits it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from .._runtime import INT32_LIMIT, INTERPRET
+from ..problem import ConvProblem
+from .config import BackwardConfig
+from .weights import channels_last_weight
+
+
+@triton.jit
+def _phase_taps(phase, pad, dil, stride, R):
+    """First valid tap r0, the number of valid taps and dp0 of one output phase (see the
+    module docstring). ``x % stride == 0`` tests divisibility for either sign of x."""
+    # Loop-carried scalars start as int32 tensors (a constexpr 0 could not be re-assigned).
+    first = tl.zeros((), dtype=tl.int32) + R
+    count = tl.zeros((), dtype=tl.int32)
+    for r in range(0, R):
+        hit = (phase + pad - r * dil) % stride == 0
+        first = tl.where(hit & (first == R), r, first)
+        count += tl.where(hit, 1, 0)
+    dp0 = (phase + pad - first * dil) // stride  # exact when count > 0; unused otherwise
+    return first, count, dp0
+
+
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                               "R", "S", "TAP_STEP_H", "TAP_STEP_W", "DP_STEP_H", "DP_STEP_W"])
+def conv2d_dgrad_kernel(
+    dy_ptr,  # upstream gradient [N, K, P, Q] through strides stride_dn..
+    w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
+    dx_ptr,  # input gradient [N, C, H, W] through strides stride_xn.. (written)
+    N, H, W, P, Q,
+    C_PER_GROUP, K_PER_GROUP,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_dn, stride_dk, stride_dp, stride_dq,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    R, S,
+    TAP_STEP_H, TAP_STEP_W,  # U / gcd(U, dil_h), V / gcd(V, dil_w): distance between valid taps
+    DP_STEP_H, DP_STEP_W,  # TAP_STEP_H * dil_h / U, TAP_STEP_W * dil_w / V
+    GROUPS,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
+):
+    # Pixels of one phase: h = ph + U*i for i < cdiv(H, U) (rows past H are masked).
+    rows = tl.cdiv(H, stride_h)
+    cols = tl.cdiv(W, stride_w)
+    if INT64:
+        M = N.to(tl.int64) * rows * cols
+    else:
+        M = N * rows * cols
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(C_PER_GROUP, BLOCK_N)
+    pid = tl.program_id(0)
+    tile = pid % (num_m * num_n)
+    group = (pid // (num_m * num_n)) % GROUPS
+    phase = pid // (num_m * num_n * GROUPS)
+    ph = phase // stride_w
+    pw = phase % stride_w
+    pid_m = tile // num_n
+    pid_n = tile % num_n
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_c = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    if INT64:
+        group = group.to(tl.int64)
+        offs_m = offs_m.to(tl.int64)
+        offs_c = offs_c.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+    n_idx = offs_m // (rows * cols)
+    ij = offs_m % (rows * cols)
+    i_idx = ij // cols
+    j_idx = ij % cols
+    h_idx = ph + i_idx * stride_h
+    w_idx = pw + j_idx * stride_w
+    mask_m = (offs_m < M) & (h_idx < H) & (w_idx < W)
+    mask_c = offs_c < C_PER_GROUP
+
+    r0, count_r, dp0 = _phase_taps(ph, pad_h, dil_h, stride_h, R)
+    s0, count_s, dq0 = _phase_taps(pw, pad_w, dil_w, stride_w, S)
+    k_blocks = tl.cdiv(K_PER_GROUP, BLOCK_K)
+    dy_row = dy_ptr + n_idx * stride_dn + (group * K_PER_GROUP) * stride_dk
+    w_col = w_ptr + (group * K_PER_GROUP) * stride_wk + offs_c * stride_wc
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # One flat loop over (valid tap, K block) so that the pipeliner streams it.
+    for it in range(0, count_r * count_s * k_blocks):
+        tap = it // k_blocks
+        k = (it - tap * k_blocks) * BLOCK_K + offs_k
+        t_r = tap // count_s
+        t_s = tap - t_r * count_s
+        r = r0 + t_r * TAP_STEP_H
+        s = s0 + t_s * TAP_STEP_W
+        p = i_idx + (dp0 - t_r * DP_STEP_H)
+        q = j_idx + (dq0 - t_s * DP_STEP_W)
+        # Taps whose output pixel falls outside [0, P) x [0, Q) (the padding halo) read 0.
+        ok = mask_m & (p >= 0) & (p < P) & (q >= 0) & (q < Q)
+        mask_k = k < K_PER_GROUP
+        a = tl.load(
+            (dy_row + p * stride_dp + q * stride_dq)[:, None] + (k * stride_dk)[None, :],
+            mask=ok[:, None] & mask_k[None, :], other=0.0,
+        )
+        b = tl.load(
+            (w_col + r * stride_wr + s * stride_ws)[None, :] + (k * stride_wk)[:, None],
+            mask=mask_k[:, None] & mask_c[None, :], other=0.0,
+        )
+        if UPCAST_DOT:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+
+    dx_offs = (n_idx * stride_xn + h_idx * stride_xh + w_idx * stride_xw)[:, None] + (
+        (group * C_PER_GROUP + offs_c) * stride_xc
+    )[None, :]
+    tl.store(dx_ptr + dx_offs, acc.to(dx_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_c[None, :])
+
+
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "C", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                               "R", "S", "TAP_STEP_H", "TAP_STEP_W", "DP_STEP_H", "DP_STEP_W"])
+def conv2d_dgrad_depthwise_kernel(
+    dy_ptr,  # upstream gradient [N, K, P, Q], K = MULTIPLIER * C
+    w_ptr,  # weight [K, 1, R, S]
+    dx_ptr,  # input gradient [N, C, H, W] (written)
+    N, H, W, P, Q, C,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_dn, stride_dk, stride_dp, stride_dq,
+    stride_wk, stride_wc, stride_wr, stride_ws,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    R, S, TAP_STEP_H, TAP_STEP_W, DP_STEP_H, DP_STEP_W,
+    MULTIPLIER: tl.constexpr,  # K / C: output channels k = c*MULTIPLIER + j read channel c
+    BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
+):
+    """dx[n, c, h, w] = sum_j sum_{valid (r, s)} dy[n, c*MULT + j, p, q] * w[c*MULT + j, 0, r, s]."""
+    rows = tl.cdiv(H, stride_h)
+    cols = tl.cdiv(W, stride_w)
+    if INT64:
+        M = N.to(tl.int64) * rows * cols
+    else:
+        M = N * rows * cols
+    num_m = tl.cdiv(M, BLOCK_M)
+    pid = tl.program_id(0)
+    pid_m = pid % num_m
+    phase = pid // num_m
+    ph = phase // stride_w
+    pw = phase % stride_w
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_c = offs_c.to(tl.int64)
+    n_idx = offs_m // (rows * cols)
+    ij = offs_m % (rows * cols)
+    i_idx = ij // cols
+    j_idx = ij % cols
+    h_idx = ph + i_idx * stride_h
+    w_idx = pw + j_idx * stride_w
+    mask_m = (offs_m < M) & (h_idx < H) & (w_idx < W)
+    mask_c = offs_c < C
+
+    r0, count_r, dp0 = _phase_taps(ph, pad_h, dil_h, stride_h, R)
+    s0, count_s, dq0 = _phase_taps(pw, pad_w, dil_w, stride_w, S)
+    dy_img = dy_ptr + n_idx * stride_dn
+    acc = tl.zeros((BLOCK_M, BLOCK_C), dtype=tl.float32)
+    for tap in range(0, count_r * count_s):
+        t_r = tap // count_s
+        t_s = tap - t_r * count_s
+        r = r0 + t_r * TAP_STEP_H
+        s = s0 + t_s * TAP_STEP_W
+        p = i_idx + (dp0 - t_r * DP_STEP_H)
+        q = j_idx + (dq0 - t_s * DP_STEP_W)
+        ok = mask_m & (p >= 0) & (p < P) & (q >= 0) & (q < Q)
+        for j in range(0, MULTIPLIER):
+            k = offs_c * MULTIPLIER + j
+            dyv = tl.load((dy_img + p * stride_dp + q * stride_dq)[:, None] + (k * stride_dk)[None, :],
+                          mask=ok[:, None] & mask_c[None, :], other=0.0)
+            wv = tl.load(w_ptr + k * stride_wk + r * stride_wr + s * stride_ws, mask=mask_c, other=0.0)
+            acc += dyv.to(tl.float32) * wv.to(tl.float32)[None, :]
+
+    dx_offs = (n_idx * stride_xn + h_idx * stride_xh + w_idx * stride_xw)[:, None] + (offs_c * stride_xc)[None, :]
+    tl.store(dx_ptr + dx_offs, acc.to(dx_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_c[None, :])
+
+
+# ------------------------------------------------------------------------- launchers
+def _tap_steps(stride: int, dilation: int) -> tuple[int, int]:
+    """(distance between valid taps of one phase, output rows moved per such step)."""
+    tap_step = stride // math.gcd(stride, dilation)
+    return tap_step, tap_step * dilation // stride
+
+
+def _phase_geometry(problem: ConvProblem) -> list[int]:
+    tap_h, dp_h = _tap_steps(problem.stride[0], problem.dilation[0])
+    tap_w, dp_w = _tap_steps(problem.stride[1], problem.dilation[1])
+    return [problem.r, problem.s, tap_h, tap_w, dp_h, dp_w]
+
+
+def _phase_pixels(problem: ConvProblem) -> int:
+    """Pixels of one phase's grid (N * cdiv(H, U) * cdiv(W, V))."""
+    return problem.n * triton.cdiv(problem.h, problem.stride[0]) * triton.cdiv(problem.w, problem.stride[1])
+
+
+def _int64(problem: ConvProblem) -> bool:
+    # The phase grid covers up to N * (H + U) * (W + V) pixel indices.
+    phase_span = problem.n * (problem.h + problem.stride[0]) * (problem.w + problem.stride[1]) * problem.c
+    return max(problem.max_elements, phase_span) >= INT32_LIMIT
+
+
+def launch_dgrad_implicit_gemm(
+    problem: ConvProblem, grad: torch.Tensor, weight: torch.Tensor, grad_input: torch.Tensor,
+    config: BackwardConfig,
+):
+    """``grad_input`` = dgrad of ``grad`` (the pre-activation gradient) through ``weight``."""
+    if problem.r * problem.s > 1:
+        # B-tile rows run along C/g; in an NCHW weight they would lie R*S elements apart.
+        weight = channels_last_weight(weight)
+    phases = problem.stride[0] * problem.stride[1]
+    grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * triton.cdiv(problem.c_per_group, config.block_n)
+            * problem.groups * phases,)
+    fp32 = problem.dtype == torch.float32
+    return conv2d_dgrad_kernel[grid](
+        grad, weight, grad_input,
+        problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
+        problem.c_per_group, problem.k_per_group,
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1],
+        *grad.stride(), *weight.stride(), *grad_input.stride(),
+        *_phase_geometry(problem), problem.groups,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
+        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        INT64=_int64(problem),
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+def launch_dgrad_depthwise(
+    problem: ConvProblem, grad: torch.Tensor, weight: torch.Tensor, grad_input: torch.Tensor,
+    config: BackwardConfig,
+):
+    """Depthwise dgrad on the CUDA cores (groups = C, any multiplier K/C)."""
+    phases = problem.stride[0] * problem.stride[1]
+    grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * phases, triton.cdiv(problem.c, config.block_n))
+    return conv2d_dgrad_depthwise_kernel[grid](
+        grad, weight, grad_input,
+        problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.c,
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1],
+        *grad.stride(), *weight.stride(), *grad_input.stride(),
+        *_phase_geometry(problem),
+        MULTIPLIER=problem.k // problem.c,
+        BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=_int64(problem),
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )

@@ -1,0 +1,266 @@
+"""Weight gradient (wgrad): a GEMM whose reduction runs over the N*P*Q output pixels.
+
+For ``y = conv2d(x, w)`` with stride (U, V), top/left padding (pad_h, pad_w), dilation
+(dil_h, dil_w) and the pre-activation gradient ``dy``:
+
+    dw[g*K/g + k, c, r, s] = sum_{m = (n, p, q)} dy[n, g*K/g + k, p, q]
+                                 * x[n, g*C/g + c, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w]
+
+In GEMM terms, per group: M = K/g rows (output channels), N = C/g*R*S columns
+t = (r*S + s)*C/g + c (channel fastest, so that a column tile of an NHWC input is one
+contiguous channel run, and C/g = 3 does not pad each tap to a whole tile), and the
+reduction over the N*P*Q pixels, gathered from x with the padding halo masked (im2col in
+the load, as in the forward).
+
+The reduction is long (ResNet's 56x56 at batch 32: 100k pixels) while the output is
+small (K*C*R*S), so few tiles would each walk it alone: split-K gives each of ``split``
+programs one chunk of the pixels; they write fp32 partial sums to a [split, K, C/g, R, S]
+workspace, summed afterwards in a fixed order (deterministic, no atomics).
+
+- :func:`conv2d_wgrad_kernel` (tensor cores): A[k, m] = dy, B[m, t] = x (gathered).
+- :func:`conv2d_wgrad_depthwise_kernel` (CUDA cores): groups = C leaves a 1 x R*S GEMM per
+  channel; instead each program reduces a [pixels, channels] tile per tap (r, s).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .._runtime import INT32_LIMIT, INTERPRET
+from ..problem import ConvProblem
+from .config import BackwardConfig
+
+# Hopper has 132 SMs; split-K aims at two waves of programs.
+_TARGET_PROGRAMS = 2 * 132
+# A split keeps at least this many reduction steps, so that its pipeline fills and the
+# partial sums (4 bytes per weight element per split) stay small beside the reduction.
+_MIN_STEPS_PER_SPLIT = 8
+_MAX_SPLIT = 64
+
+
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                               "R", "S", "CHUNK", "SPLIT", "GROUPS"])
+def conv2d_wgrad_kernel(
+    dy_ptr,  # upstream gradient [N, K, P, Q] through strides stride_dn..
+    x_ptr,  # input [N, C, H, W] through strides stride_xn..
+    out_ptr,  # [SPLIT, K, C/g, R, S] through stride_os (split) and stride_ok.. (written)
+    N, H, W, P, Q,
+    C_PER_GROUP, K_PER_GROUP,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_dn, stride_dk, stride_dp, stride_dq,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_os, stride_ok, stride_oc, stride_or, stride_ow,
+    R, S,
+    CHUNK,  # pixels per split, a multiple of BLOCK_K
+    SPLIT, GROUPS,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
+):
+    if INT64:
+        L = N.to(tl.int64) * P * Q
+    else:
+        L = N * P * Q
+    T = C_PER_GROUP * R * S
+    num_m = tl.cdiv(K_PER_GROUP, BLOCK_M)
+    num_n = tl.cdiv(T, BLOCK_N)
+    pid = tl.program_id(0)
+    tile = pid % (num_m * num_n)
+    group = (pid // (num_m * num_n)) % GROUPS
+    split = pid // (num_m * num_n * GROUPS)
+    pid_m = tile // num_n
+    pid_n = tile % num_n
+
+    offs_k = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # output channels within the group
+    offs_t = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # filter columns (r, s, c)
+    offs_pix = tl.arange(0, BLOCK_K)
+    if INT64:
+        group = group.to(tl.int64)
+        split = split.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+        offs_t = offs_t.to(tl.int64)
+        offs_pix = offs_pix.to(tl.int64)
+    start = split * CHUNK
+    end = tl.minimum(start + CHUNK, L)
+    mask_k = offs_k < K_PER_GROUP
+    mask_t = offs_t < T
+    tap = offs_t // C_PER_GROUP
+    c = offs_t % C_PER_GROUP
+    r = tap // S
+    s = tap % S
+    dy_col = dy_ptr + ((group * K_PER_GROUP + offs_k) * stride_dk)[:, None]
+    x_col = x_ptr + ((group * C_PER_GROUP + c) * stride_xc)[None, :]
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for m0 in range(0, CHUNK, BLOCK_K):
+        m = start + m0 + offs_pix
+        mask_pix = m < end
+        n_idx = m // (P * Q)
+        pq = m % (P * Q)
+        p = pq // Q
+        q = pq % Q
+        a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
+                    mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
+        ih = (p * stride_h - pad_h)[:, None] + (r * dil_h)[None, :]
+        iw = (q * stride_w - pad_w)[:, None] + (s * dil_w)[None, :]
+        # The mask is the padding halo (and the tails of pixels and columns).
+        ok = mask_pix[:, None] & mask_t[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        b = tl.load(x_col + (n_idx * stride_xn)[:, None] + ih * stride_xh + iw * stride_xw, mask=ok, other=0.0)
+        if UPCAST_DOT:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+
+    out_offs = split * stride_os + ((group * K_PER_GROUP + offs_k) * stride_ok)[:, None] + (
+        c * stride_oc + r * stride_or + s * stride_ow
+    )[None, :]
+    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_k[:, None] & mask_t[None, :])
+
+
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "K", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+                               "S", "CHUNK"])
+def conv2d_wgrad_depthwise_kernel(
+    dy_ptr,  # upstream gradient [N, K, P, Q]
+    x_ptr,  # input [N, C, H, W], C = K / MULTIPLIER
+    out_ptr,  # [SPLIT, K, 1, R, S] through stride_os and stride_ok.. (written)
+    N, H, W, P, Q, K,
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_dn, stride_dk, stride_dp, stride_dq,
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    stride_os, stride_ok, stride_oc, stride_or, stride_ow,
+    S,
+    CHUNK,  # pixels per split, a multiple of BLOCK_M
+    MULTIPLIER: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
+):
+    """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
+    Grid: (channel blocks, taps r*S + s, splits)."""
+    if INT64:
+        L = N.to(tl.int64) * P * Q
+    else:
+        L = N * P * Q
+    offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    tap = tl.program_id(1)
+    split = tl.program_id(2)
+    r = tap // S
+    s = tap % S
+    offs_pix = tl.arange(0, BLOCK_M)
+    if INT64:
+        split = split.to(tl.int64)
+        offs_c = offs_c.to(tl.int64)
+        offs_pix = offs_pix.to(tl.int64)
+    start = split * CHUNK
+    end = tl.minimum(start + CHUNK, L)
+    mask_c = offs_c < K
+    dy_chan = dy_ptr + (offs_c * stride_dk)[None, :]
+    x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, :]
+
+    acc = tl.zeros((BLOCK_M, BLOCK_C), dtype=tl.float32)
+    for m0 in range(0, CHUNK, BLOCK_M):
+        m = start + m0 + offs_pix
+        mask_pix = m < end
+        n_idx = m // (P * Q)
+        pq = m % (P * Q)
+        p = pq // Q
+        q = pq % Q
+        ih = p * stride_h - pad_h + r * dil_h
+        iw = q * stride_w - pad_w + s * dil_w
+        in_bounds = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
+                      mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
+        xv = tl.load(x_chan + (n_idx * stride_xn + ih * stride_xh + iw * stride_xw)[:, None],
+                     mask=in_bounds[:, None] & mask_c[None, :], other=0.0)
+        acc += dyv.to(tl.float32) * xv.to(tl.float32)
+    total = tl.sum(acc, axis=0)
+    tl.store(out_ptr + split * stride_os + offs_c * stride_ok + r * stride_or + s * stride_ow,
+             total.to(out_ptr.dtype.element_ty), mask=mask_c)
+
+
+# ------------------------------------------------------------------------- launchers
+def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0) -> int:
+    """How many programs share a reduction of ``reduction`` pixels in steps of ``block``,
+    when ``tiles`` programs would exist without splitting. ``requested`` > 0 is obeyed
+    (tests pin it); 0 splits only when the grid is short of two waves and each split
+    keeps :data:`_MIN_STEPS_PER_SPLIT` steps. Not yet tuned on a GPU."""
+    if requested > 0:
+        return max(1, min(requested, triton.cdiv(reduction, block)))
+    most = max(1, reduction // (_MIN_STEPS_PER_SPLIT * block))
+    wanted = triton.cdiv(_TARGET_PROGRAMS, max(tiles, 1))
+    return max(1, min(most, wanted, _MAX_SPLIT))
+
+
+def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
+    """(pixels per split rounded up to ``block``, splits actually needed)."""
+    chunk = triton.cdiv(triton.cdiv(reduction, split), block) * block
+    return chunk, triton.cdiv(reduction, chunk)
+
+
+def _split_output(problem: ConvProblem, grad_weight: torch.Tensor, split: int) -> torch.Tensor:
+    """Where the kernel writes: ``grad_weight`` itself (as [1, K, C/g, R, S]) without
+    split-K, else an fp32 workspace of partial sums."""
+    if split == 1:
+        return grad_weight.unsqueeze(0)
+    return torch.empty((split, *problem.weight_shape), dtype=torch.float32, device=grad_weight.device)
+
+
+def _finish(workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
+    if split > 1:  # a fixed-order sum over the splits: deterministic
+        grad_weight.copy_(workspace.sum(dim=0))
+
+
+def _int64(problem: ConvProblem) -> bool:
+    return problem.max_elements >= INT32_LIMIT
+
+
+def launch_wgrad_implicit_gemm(
+    problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
+    config: BackwardConfig,
+):
+    """``grad_weight`` (K, C/g, R, S) = wgrad of ``grad`` (the pre-activation gradient) and ``x``."""
+    reduction = problem.gemm_m
+    columns = problem.c_per_group * problem.r * problem.s
+    tiles = triton.cdiv(problem.k_per_group, config.block_m) * triton.cdiv(columns, config.block_n) * problem.groups
+    chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_k, tiles, config.split_k), config.block_k)
+    out = _split_output(problem, grad_weight, split)
+    fp32 = problem.dtype == torch.float32
+    conv2d_wgrad_kernel[(tiles * split,)](
+        grad, x, out,
+        problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
+        problem.c_per_group, problem.k_per_group,
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1],
+        *grad.stride(), *x.stride(), *out.stride(),
+        problem.r, problem.s, chunk, split, problem.groups,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
+        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        INT64=_int64(problem),
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+    _finish(out, grad_weight, split)
+    return split
+
+
+def launch_wgrad_depthwise(
+    problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
+    config: BackwardConfig,
+):
+    """Depthwise wgrad on the CUDA cores: ``config.block_m`` pixels x ``block_n`` channels per step."""
+    reduction = problem.gemm_m
+    tiles = triton.cdiv(problem.k, config.block_n) * problem.r * problem.s
+    chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_m, tiles, config.split_k), config.block_m)
+    out = _split_output(problem, grad_weight, split)
+    conv2d_wgrad_depthwise_kernel[(triton.cdiv(problem.k, config.block_n), problem.r * problem.s, split)](
+        grad, x, out,
+        problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1],
+        *grad.stride(), *x.stride(), *out.stride(),
+        problem.s, chunk,
+        MULTIPLIER=problem.k // problem.c,
+        BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=_int64(problem),
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+    _finish(out, grad_weight, split)
+    return split
