@@ -125,7 +125,7 @@ def tripwires(monkeypatch):
             raise AssertionError(f"{name} was reached: validation let bad arguments through")
         return wire
 
-    monkeypatch.setattr(functional, "_allocate_output", trip("output allocation"))
+    monkeypatch.setattr(functional, "_allocate_like", trip("output allocation"))
     monkeypatch.setattr(functional.dispatch, "select", trip("kernel dispatch"))
     monkeypatch.setattr(functional, "_fallback", trip("PyTorch fallback"))
     return reached

@@ -49,12 +49,12 @@ def poison_outputs() -> Iterator[None]:
         _POISON_OUTPUTS = previous
 
 
-def _allocate_output(problem: ConvProblem, like: torch.Tensor) -> torch.Tensor:
-    fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
-    if _POISON_OUTPUTS:
-        out = torch.empty(problem.output_shape, dtype=problem.dtype, device=like.device, memory_format=fmt)
-        return out.fill_(float("nan"))
-    return torch.empty(problem.output_shape, dtype=problem.dtype, device=like.device, memory_format=fmt)
+def _allocate_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
+    """An output of ``shape`` in ``layout`` with ``like``'s dtype and device (NaN-filled
+    inside :func:`poison_outputs`)."""
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    out = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+    return out.fill_(float("nan")) if _POISON_OUTPUTS else out
 
 
 def uses_triton(x: torch.Tensor) -> bool:
@@ -78,7 +78,7 @@ def conv2d_problem(
     algorithm by name (``tileconv.ALGORITHMS``), ``config`` a launch config; by default
     :func:`tileconv.dispatch.select` chooses both. No autograd, no argument checks.
     """
-    out = _allocate_output(problem, x)
+    out = _allocate_like(problem.output_shape, problem.layout, x)
     if problem.n == 0:
         return out
     if bias is not None:
@@ -95,12 +95,6 @@ def _fallback(problem, x, weight, bias, residual, stride, padding, dilation, gro
 
 
 # ----------------------------------------------------------------------------- backward
-def _allocate_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
-    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
-    out = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
-    return out.fill_(float("nan")) if _POISON_OUTPUTS else out
-
-
 def conv2d_backward_problem(
     problem: ConvProblem,
     grad: torch.Tensor,
@@ -273,7 +267,7 @@ def _op_arguments(problem: ConvProblem) -> tuple:
 def _conv2d_op(x, weight, bias, residual, *args):
     problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
     if not uses_triton(x):
-        return _fallback(problem, x, weight, bias, residual, problem.stride, _explicit_padding(x, problem),
+        return _fallback(problem, x, weight, bias, residual, problem.stride, _explicit_padding(problem),
                          problem.dilation, problem.groups)
     return conv2d_problem(problem, x, weight, bias, residual)
 
@@ -340,7 +334,7 @@ def _op_backward(ctx, grad):
 _conv2d_op.register_autograd(_op_backward, setup_context=_op_setup_context)
 
 
-def _explicit_padding(x: torch.Tensor, problem: ConvProblem):
+def _explicit_padding(problem: ConvProblem):
     """The padding argument F.conv2d understands for ``problem`` ('same' when asymmetric)."""
     return "same" if problem.padding_end != problem.padding else problem.padding
 

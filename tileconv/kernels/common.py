@@ -60,6 +60,17 @@ def swizzle_tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w):
+    """Flat output-pixel indices m = (n*P + p)*Q + q -> (n, p, q), and the input corner
+    (p*U - pad_h, q*V - pad_w) where each pixel's filter window starts."""
+    n_idx = offs_m // (P * Q)
+    pq = offs_m % (P * Q)
+    p_idx = pq // Q
+    q_idx = pq % Q
+    return n_idx, p_idx, q_idx, p_idx * stride_h - pad_h, q_idx * stride_w - pad_w
+
+
+@triton.jit
 def store_output_tile(
     acc,  # [BLOCK_M, BLOCK_N] fp32 convolution result
     out_ptr, bias_ptr, res_ptr,

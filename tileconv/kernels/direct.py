@@ -16,7 +16,7 @@ In NHWC the pixel tile reads contiguous channel vectors; in NCHW contiguous pixe
 import triton
 import triton.language as tl
 
-from .common import store_output_tile
+from .common import output_pixels, store_output_tile
 
 
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
@@ -57,12 +57,7 @@ def conv2d_direct_kernel(
     mask_m = offs_m < M
     mask_n = offs_n < K
 
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
-    ih0 = p_idx * stride_h - pad_h
-    iw0 = q_idx * stride_w - pad_w
+    n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
     # Output channel k reads the input channels of its group.
     c_base = (offs_n // K_PER_GROUP) * C_PER_GROUP
     x_pix = x_ptr + n_idx * stride_xn

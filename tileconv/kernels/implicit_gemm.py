@@ -22,7 +22,7 @@ single store.
 import triton
 import triton.language as tl
 
-from .common import store_output_tile, swizzle_tile
+from .common import output_pixels, store_output_tile, swizzle_tile
 
 
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
@@ -78,12 +78,7 @@ def conv2d_implicit_gemm_kernel(
     mask_n = offs_n < K_PER_GROUP
 
     # Output pixel m -> (n, p, q) and the input corner its window starts at.
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
-    ih0 = p_idx * stride_h - pad_h
-    iw0 = q_idx * stride_w - pad_w
+    n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
     x_row = x_ptr + n_idx * stride_xn + (group * C_PER_GROUP) * stride_xc
     w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
 

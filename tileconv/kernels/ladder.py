@@ -41,7 +41,7 @@ import triton.language as tl
 
 from .._runtime import INTERPRET
 from ..problem import ConvProblem
-from .common import store_output_tile
+from .common import output_pixels, store_output_tile
 from .config import LaunchConfig
 
 # Step names in ladder order; the last step is the production implicit_gemm.
@@ -108,12 +108,7 @@ def conv2d_ladder0_direct_kernel(
     offs_m, offs_n, M = _lanes_of(N, P, Q, K, BLOCK_M, BLOCK_N, INT64)
     mask_m = offs_m < M
     mask_n = offs_n < K
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
-    ih0 = p_idx * stride_h - pad_h
-    iw0 = q_idx * stride_w - pad_w
+    n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
     chan0 = (offs_n // K_PER_GROUP) * C_PER_GROUP  # first input channel of each k's group
     x_img = x_ptr + n_idx * stride_xn
     w_k = w_ptr + offs_n * stride_wk
@@ -173,12 +168,7 @@ def conv2d_ladder1_implicit_gemm_kernel(
     offs_m, offs_n, M = _lanes_of(N, P, Q, K, BLOCK_M, BLOCK_N, INT64)
     mask_m = offs_m < M
     mask_n = offs_n < K
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
-    ih0 = p_idx * stride_h - pad_h
-    iw0 = q_idx * stride_w - pad_w
+    n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
     chan0 = (offs_n // K_PER_GROUP) * C_PER_GROUP  # first input channel of each k's group
     x_img = x_ptr + n_idx * stride_xn
     w_k = w_ptr + offs_n * stride_wk
@@ -301,12 +291,7 @@ def conv2d_ladder2_tiled_kernel(
         offs_t = offs_t.to(tl.int64)
     mask_m = offs_m < M
     mask_n = offs_n < K_PER_GROUP
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
-    ih0 = p_idx * stride_h - pad_h
-    iw0 = q_idx * stride_w - pad_w
+    n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
     x_img = x_ptr + n_idx * stride_xn + (group * C_PER_GROUP) * stride_xc
     w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
 
@@ -359,12 +344,7 @@ def conv2d_ladder3_tensor_core_kernel(
         offs_t = offs_t.to(tl.int64)
     mask_m = offs_m < M
     mask_n = offs_n < K_PER_GROUP
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
-    ih0 = p_idx * stride_h - pad_h
-    iw0 = q_idx * stride_w - pad_w
+    n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
     x_img = x_ptr + n_idx * stride_xn + (group * C_PER_GROUP) * stride_xc
     w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
 
