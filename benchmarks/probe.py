@@ -1,0 +1,96 @@
+"""Kernel-development probe for one device call: for a list of problems, time tileconv's
+chosen config and a few pinned alternatives against cuDNN, check each against a float32
+reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA present?).
+
+    python3 benchmarks/probe.py gemm     # dense: seed000, resnet50, vae
+    python3 benchmarks/probe.py direct   # depthwise, grouped, seed003, the stem
+
+Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
+configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
+"""
+import os, sys, time, json, subprocess, re
+sys.path.insert(0, os.getcwd())
+import torch, triton
+import torch.nn.functional as F
+from triton.testing import do_bench
+import tileconv
+from tileconv.bench.suites import get_suite
+from tileconv.functional import conv2d_problem
+from tileconv.kernels import LaunchConfig
+from tileconv.testing import random_inputs, compare, tolerance
+from tileconv.dispatch import select
+
+torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.allow_tf32 = False  # the reference below must be true fp32
+OUT = os.environ.get("OUT", "/tmp")
+print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, torch.backends.cudnn.version(), flush=True)
+
+def cudnn_fn(p, i):
+    def f():
+        return p.epilogue.torch_apply(F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups), i.bias, i.residual)
+    return f
+
+def bench_problem(name, p, configs, algo="auto"):
+    i = random_inputs(p, "cuda", seed=0)
+    ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
+    ref = p.epilogue.torch_apply(ref, None if i.bias is None else i.bias.float(), None if i.residual is None else i.residual.float())
+    t_cudnn = do_bench(cudnn_fn(p, i), warmup=25, rep=100, return_mode="median")
+    rows = []
+    for cfg in configs:
+        try:
+            with tileconv.poison_outputs():
+                out = conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg)
+            cmp = compare(out, ref, tolerance(p))
+            t = do_bench(lambda: conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg), warmup=25, rep=100, return_mode="median")
+            rows.append((t, cfg, cmp.rel_err, cmp.ok))
+        except Exception as e:
+            rows.append((float("inf"), cfg, str(e)[:80], False))
+    rows.sort(key=lambda r: r[0])
+    best = rows[0]
+    tf = p.flops / best[0] / 1e9
+    print(f"{name:34s} cudnn {t_cudnn*1e3:8.1f}us  best {best[0]*1e3:8.1f}us {tf:6.1f}TF  x{t_cudnn/best[0]:5.2f}  {best[1]}  err {best[2]} ok {best[3]}", flush=True)
+    for r in rows[1:]:
+        print(f"{'':34s}   {r[0]*1e3:8.1f}us  {r[1]} err {r[2]} ok {r[3]}", flush=True)
+    return t_cudnn, best
+
+C = LaunchConfig
+mode = sys.argv[1] if len(sys.argv) > 1 else "gemm"
+if mode == "gemm":
+    P = lambda *a, **k: C(*a, **k)
+    cfgs = [None, C(128,128,64,8,8,3), C(128,64,64,8,4,3), C(128,256,64,8,8,3), C(64,128,64,8,4,4),
+            P(128,128,64,8,8,3,persistent=1), P(128,128,64,8,8,4,persistent=1), P(128,64,64,8,4,3,persistent=2), P(128,64,64,8,4,4,persistent=1),
+            P(128,256,64,8,8,3,persistent=1), P(64,128,64,8,4,4,persistent=2), P(128,128,64,8,4,3,persistent=1), P(64,64,64,8,4,4,persistent=2)]
+    cases = [c for c in get_suite("seed") if c.name.startswith("seed000")] + get_suite("resnet50")[1:] + get_suite("vae")[1:3]
+    for c in cases:
+        p = c.problem(torch.float16, "nhwc")
+        algo, hc = select(p)
+        bench_problem(c.name, p, [hc if x is None else x for x in cfgs], "implicit_gemm")
+elif mode == "direct":
+    for c in get_suite("depthwise"):
+        for layout in ("nhwc", "nchw") if "c144" in c.name or "c384" in c.name else ("nhwc",):
+            p = c.problem(torch.float16, layout)
+            algo, hc = select(p)
+            if layout == "nhwc":
+                cfgs = [hc, C(512,64,16,num_warps=4), C(1024,32,32,num_warps=4), C(256,64,8,num_warps=4), C(256,128,16,num_warps=8), C(512,32,16,num_warps=2)]
+            else:
+                cfgs = [hc, C(256,4,32), C(128,8,16), C(512,8,32,num_warps=8)]
+            bench_problem(c.name + " " + layout + " " + algo.name, p, cfgs, algo.name)
+    for c in get_suite("grouped") + [c for c in get_suite("seed") if c.name == "seed003"] + get_suite("resnet50")[:1]:
+        for dt, layout in ((torch.float16, "nhwc"), (torch.float32, "nchw")) if c.name == "seed003" else ((torch.float16, "nhwc"),):
+            p = c.problem(dt, layout)
+            algo, hc = select(p)
+            cfgs = [hc, C(128,32,32,8,4,3, hc.fuse_sc), C(64,32,32,8,4,3, hc.fuse_sc), C(128,64,64,8,4,3,hc.fuse_sc), C(128,16,64,8,4,3,hc.fuse_sc), C(256,16,32,8,8,3,hc.fuse_sc)]
+            bench_problem(c.name + " " + str(dt)[6:] + " " + algo.name, p, cfgs, algo.name)
+# SASS check
+p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
+i = random_inputs(p, "cuda", seed=0)
+from tileconv.kernels.launch import launch_implicit_gemm
+out = torch.empty(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+k = launch_implicit_gemm(p, i.x, i.weight, None, None, out, C(128,128,64,8,8,4))
+open(f"{OUT}/k.cubin", "wb").write(k.asm["cubin"])
+open(f"{OUT}/k.ttgir", "w").write(k.asm["ttgir"])
+sass = subprocess.run(["cuobjdump", "-sass", f"{OUT}/k.cubin"], capture_output=True, text=True).stdout
+ops = {}
+for m in re.finditer(r"\b(HGMMA|HMMA|LDGSTS|UTMALDG|LDG|LDS|LDSM|STS|BAR|WARPGROUP)\S*", sass):
+    ops[m.group(1)] = ops.get(m.group(1), 0) + 1
+print("SASS op counts:", ops, "| ttgir mma:", set(re.findall(r"(nvidia_mma<\{versionMajor = \d)", k.asm["ttgir"])), "regs", k.n_regs, "spills", k.n_spills, "shared", k.metadata.shared)
