@@ -346,6 +346,14 @@ def test_allow_tf32_is_read_per_call(device: str, allow_tf32):
 # BLOCK_K < C/groups (the channel loop takes several steps, the last one masked), M and N
 # tails, a swizzle group larger than the remaining row tiles, direct tiles spanning groups.
 CONFIG_CASES = [
+    # gemm_1x1 (TMA descriptors): M, N and C tails read as zeros from out of bounds, in every
+    # dtype; a tile far larger than the problem; the fused epilogue on a channels_last output.
+    Case(2, 24, 5, 7, 40, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
+    Case(1, 40, 3, 5, 12, 1, 1, dtype="bf16", layout="nhwc", activation="silu",
+         algo="gemm_1x1", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
+    Case(2, 12, 4, 3, 20, 1, 1, dtype="fp32", layout="nhwc", bias=True,
+         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2)),
     # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
     Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.

@@ -260,7 +260,7 @@ def test_candidates_respect_the_constraints(limits):
                 assert _is_pow2(value), where
             # Rule-decided fields stay the heuristics' (only tile fields are tuned).
             assert config.fuse_sc == default_config(problem, name).fuse_sc, where
-            if name in ("implicit_gemm", "grouped_gemm"):
+            if name in ("implicit_gemm", "grouped_gemm", "gemm_1x1"):  # tensor-core GEMMs
                 gemm = gemm_problem(problem, name)
                 assert config.block_n <= max(16, triton.next_power_of_2(gemm.k_per_group)), where
                 assert config.block_k <= max(16, triton.next_power_of_2(reduction_slice(gemm, config))), where
@@ -279,8 +279,10 @@ def test_candidates_respect_the_constraints(limits):
 
 
 def test_which_algorithms_race():
-    resnet = get_suite("resnet50")[3].problem()  # 256 -> 64 channels, 1x1: tensor cores only
-    assert algorithms_to_try(resnet) == ["implicit_gemm"]
+    resnet = get_suite("resnet50")[3].problem()  # 1x1, stride 1, NHWC: the two tensor-core GEMMs
+    assert algorithms_to_try(resnet) == ["implicit_gemm", "gemm_1x1"]
+    strided = get_suite("resnet50")[8].problem()  # a 1x1 stride-2 downsample: no plain GEMM view
+    assert strided.stride == (2, 2) and algorithms_to_try(strided) == ["implicit_gemm"]
     # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.
     for depthwise in (case.problem() for case in get_suite("depthwise")):
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)

@@ -274,6 +274,8 @@ def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = Non
 # heuristic config only.
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
     "implicit_gemm": implicit_gemm_candidates,
+    # The TMA GEMM has the same tiles and shared-memory ring as the implicit GEMM.
+    "gemm_1x1": implicit_gemm_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "depthwise": depthwise_candidates,
     "direct": direct_candidates,

@@ -3,6 +3,7 @@
 Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
+- ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
@@ -35,9 +36,11 @@ from .ladder import (
     launch_ladder3_tensor_core,
 )
 from .launch import (
+    gemm_1x1_unsupported_reason,
     group_pack_factor,
     launch_depthwise,
     launch_direct,
+    launch_gemm_1x1,
     launch_grouped_gemm,
     launch_implicit_gemm,
 )
@@ -83,6 +86,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "tensor-core implicit GEMM (tl.dot), every problem",
         launch_implicit_gemm,
         _always,
+    ),
+    "gemm_1x1": Algorithm(
+        "gemm_1x1",
+        "1x1 stride-1 NHWC convolution as a GEMM fed by bulk tensor copies (TMA)",
+        launch_gemm_1x1,
+        gemm_1x1_unsupported_reason,
     ),
     "grouped_gemm": Algorithm(
         "grouped_gemm",

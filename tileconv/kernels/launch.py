@@ -11,12 +11,14 @@ from dataclasses import replace
 
 import torch
 import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import INT32_LIMIT, INTERPRET
 from ..problem import ConvProblem
 from .config import LaunchConfig
 from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
+from .gemm_1x1 import conv1x1_tma_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel
 from .weights import block_diagonal_weight, channels_last_weight
 
@@ -77,6 +79,57 @@ def launch_implicit_gemm(
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
         UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
         SUB_C=sub_groups[0], SUB_K=sub_groups[1],
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+def gemm_1x1_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_gemm_1x1` cannot run ``problem`` (None if it can)."""
+    if (problem.r, problem.s) != (1, 1) or problem.stride != (1, 1):
+        return "it needs a 1x1 filter with stride 1"
+    if problem.padding != (0, 0) or problem.padding_end != (0, 0):
+        return "it needs padding 0"
+    if problem.groups != 1:
+        return "it needs groups=1"
+    if problem.layout != "nhwc":
+        return "it reads the input as an (N*H*W, C) matrix: it needs channels_last"
+    if (problem.c * problem.itemsize) % 16:
+        return "bulk tensor copies need rows of a multiple of 16 bytes (C * itemsize)"
+    return None
+
+
+def launch_gemm_1x1(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input. A
+    tensor whose start is not 16-byte aligned (a sliced view) cannot be described for the
+    copy engine; it runs on the implicit GEMM instead, with the same result."""
+    a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
+    b2d = weight.reshape(problem.k, problem.c)
+    if a2d.data_ptr() % 16 or b2d.data_ptr() % 16 or not b2d.is_contiguous():
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+    a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
+    b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
+    res = residual if residual is not None else out
+    grid = (triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.k, config.block_n),)
+    fp32 = problem.dtype == torch.float32
+    return conv1x1_tma_kernel[grid](
+        a_desc, b_desc, out, bias if bias is not None else out, res,
+        problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+        *out.stride(), *res.stride(),
+        problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
+        ACTIVATION=problem.epilogue.activation.code, HAS_BIAS=bias is not None,
+        HAS_RESIDUAL=residual is not None,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
+        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        INT64=problem.max_elements >= INT32_LIMIT,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
