@@ -8,17 +8,24 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
 """
-import os, sys, time, json, subprocess, re
+import os
+import re
+import subprocess
+import sys
+
 sys.path.insert(0, os.getcwd())
-import torch, triton
+import torch
 import torch.nn.functional as F
+import triton
 from triton.testing import do_bench
+
 import tileconv
 from tileconv.bench.suites import get_suite
+from tileconv.dispatch import select
+from tileconv.kernels.launch import launch_implicit_gemm
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import LaunchConfig
-from tileconv.testing import random_inputs, compare, tolerance
-from tileconv.dispatch import select
+from tileconv.testing import compare, random_inputs, tolerance
 
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False  # the reference below must be true fp32
@@ -41,7 +48,8 @@ def bench_problem(name, p, configs, algo="auto"):
             with tileconv.poison_outputs():
                 out = conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg)
             cmp = compare(out, ref, tolerance(p))
-            t = do_bench(lambda: conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg), warmup=25, rep=100, return_mode="median")
+            t = do_bench(lambda cfg=cfg: conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg),
+                         warmup=25, rep=100, return_mode="median")
             rows.append((t, cfg, cmp.rel_err, cmp.ok))
         except Exception as e:
             rows.append((float("inf"), cfg, str(e)[:80], False))
@@ -84,7 +92,6 @@ elif mode == "direct":
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
 i = random_inputs(p, "cuda", seed=0)
-from tileconv.kernels.launch import launch_implicit_gemm
 out = torch.empty(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 k = launch_implicit_gemm(p, i.x, i.weight, None, None, out, C(128,128,64,8,8,4))
 open(f"{OUT}/k.cubin", "wb").write(k.asm["cubin"])

@@ -1,0 +1,154 @@
+"""Compile tileconv's forward kernels for Hopper (sm_90) without a GPU and count what the
+machine code does: are the tensor-core instructions (HGMMA = wgmma) there, are the loads
+asynchronous (LDGSTS = cp.async, UTMALDG = TMA) and the stores 16 bytes wide?
+
+    python benchmarks/sass.py            # a table, one row per algorithm
+    python benchmarks/sass.py --json     # the same as JSON (tests/test_sass.py reads it)
+
+Each algorithm's own launcher runs on CPU tensors of a representative fp16 NHWC problem;
+the kernel launch is intercepted and its arguments are specialised the way Triton's JIT
+would on a GPU (pointers and multiples of 16 marked divisible by 16, ones made constant,
+``do_not_specialize`` respected), then compiled for GPUTarget("cuda", 90, 32) with the
+ptxas that ships in Triton's wheel and disassembled with its cuobjdump. Needs no GPU and
+must run without TRITON_INTERPRET (interpreted kernels have no compiler front end).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
+
+import tileconv.kernels.launch as launch  # noqa: E402
+from tileconv.bench.suites import get_suite  # noqa: E402
+from tileconv.dispatch.heuristics import default_config  # noqa: E402
+from tileconv.testing import random_inputs  # noqa: E402
+
+TARGET = GPUTarget("cuda", 90, 32)
+TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel")
+
+
+class _Recorder:
+    """Stands in for a kernel in launch.py: records one launch instead of running it."""
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, []
+
+    def __getitem__(self, grid):
+        def call(*args, **kwargs):
+            self.calls.append((args, kwargs))
+        return call
+
+
+def _specialise(kernel, args, kwargs):
+    names = kernel.arg_names
+    options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages") if k in kwargs}
+    values = dict(zip(names[: len(args)], args, strict=True))
+    values.update(kwargs)
+    skip = {names[i] if isinstance(i, int) else i for i in (kernel.do_not_specialize or ())}
+    signature, constexprs, attrs = {}, {}, {}
+    for index, name in enumerate(names):
+        if name not in values:  # a constexpr with a default
+            continue
+        value = values[name]
+        if name in kwargs and not isinstance(value, (torch.Tensor, TensorDescriptor)):
+            signature[name], constexprs[(index,)] = "constexpr", value
+        elif isinstance(value, TensorDescriptor):
+            signature[name] = f"tensordesc<{TYPES[value.base.dtype]}{list(value.block_shape)}>"
+        elif isinstance(value, torch.Tensor):
+            signature[name] = "*" + TYPES[value.dtype]
+            attrs[(index,)] = [["tt.divisibility", 16]]
+        elif isinstance(value, float):
+            signature[name] = "fp32"
+        elif isinstance(value, bool):
+            signature[name], constexprs[(index,)] = "constexpr", value
+        elif name in skip:
+            signature[name] = "i32"
+        elif value == 1:
+            signature[name], constexprs[(index,)] = "constexpr", 1
+        else:
+            signature[name] = "i32" if abs(value) < 2**31 else "i64"
+            if value % 16 == 0:
+                attrs[(index,)] = [["tt.divisibility", 16]]
+    return ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs), options
+
+
+def _sass_counts(cubin: bytes) -> dict[str, int]:
+    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([os.path.join(tools, "cuobjdump"), "-sass", f.name],
+                              capture_output=True, text=True, check=True).stdout
+    counts = dict.fromkeys(OPS, 0)
+    for match in re.finditer(r"\b(" + "|".join(OPS) + r")(?=[ .])", sass):
+        counts[match.group(1)] += 1
+    counts["STG.128"] = len(re.findall(r"\bSTG\.E\.128\b", sass))
+    return counts
+
+
+def inspect(algorithm: str, case_name: str) -> dict:
+    """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS."""
+    case = next(c for suite in ("seed", "resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
+    problem = case.problem(torch.float16, "nhwc", "bias_relu", batch=2)
+    config = default_config(problem, algorithm)
+    inputs = random_inputs(problem, "cpu", seed=0)
+    out = torch.empty(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
+    recorders = {name: _Recorder(getattr(launch, name)) for name in KERNELS}
+    saved = {name: getattr(launch, name) for name in KERNELS}
+    try:
+        for name, recorder in recorders.items():
+            setattr(launch, name, recorder)
+        launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
+                    "direct": launch.launch_direct, "depthwise": launch.launch_depthwise}[algorithm]
+        launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
+    finally:
+        for name, kernel in saved.items():
+            setattr(launch, name, kernel)
+    (kernel_name, recorder), = [(n, r) for n, r in recorders.items() if r.calls]
+    args, kwargs = recorder.calls[0]
+    source, options = _specialise(recorder.kernel, args, dict(kwargs))
+    compiled = triton.compile(source, target=TARGET, options=options)
+    return {"algorithm": algorithm, "case": case_name, "kernel": kernel_name, "config": str(config),
+            "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+
+
+CASES = [
+    ("implicit_gemm", "seed000"),
+    ("implicit_gemm", "r50 c64 hw56 k64 1x1/1"),
+    ("gemm_1x1", "r50 c64 hw56 k64 1x1/1"),
+    ("direct", "mbv2 dw3x3 c32 hw112/1"),
+    ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
+]
+
+
+def main() -> int:
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print("benchmarks/sass.py compiles real kernels: run it without TRITON_INTERPRET=1", file=sys.stderr)
+        return 2
+    rows = [inspect(algorithm, case) for algorithm, case in CASES]
+    if "--json" in sys.argv:
+        print(json.dumps(rows))
+        return 0
+    header = ["algorithm", "case", "shared_bytes", *OPS, "STG.128"]
+    print(" | ".join(header))
+    for row in rows:
+        print(" | ".join(str(row[h]) for h in header))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

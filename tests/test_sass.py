@@ -1,0 +1,34 @@
+"""The fast paths compile to the Hopper instructions they are meant to use.
+
+``benchmarks/sass.py`` compiles each forward kernel for sm_90 with the ptxas in Triton's
+wheel (no GPU needed) and counts SASS instructions; this test pins what matters: wgmma
+(HGMMA) and asynchronous copies (LDGSTS, or TMA's UTMALDG) in the tensor-core kernels,
+16-byte output stores in NHWC, and CUDA-core FMAs, not tensor cores, in the direct ones.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_fast_paths_use_hopper_instructions():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    child = subprocess.run([sys.executable, str(REPO / "benchmarks" / "sass.py"), "--json"],
+                           capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert child.returncode == 0, child.stderr[-3000:]
+    rows = {(row["algorithm"], row["case"]): row for row in json.loads(child.stdout.strip().splitlines()[-1])}
+    for (algorithm, case), row in rows.items():
+        where = f"{algorithm} on {case}: {row}"
+        if algorithm in ("implicit_gemm", "gemm_1x1"):
+            assert row["HGMMA"] > 0 and row["HMMA"] == 0, "no wgmma: " + where
+            assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where
+        if algorithm == "implicit_gemm":
+            assert row["LDGSTS"] > 0, "operand loads are not cp.async: " + where
+        if algorithm == "gemm_1x1":
+            assert row["UTMALDG"] > 0, "operand loads are not TMA bulk copies: " + where
+        if algorithm in ("direct", "depthwise"):
+            assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
