@@ -22,9 +22,9 @@ from triton.testing import do_bench
 import tileconv
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import select
-from tileconv.kernels.launch import launch_implicit_gemm
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import LaunchConfig
+from tileconv.kernels.launch import launch_implicit_gemm
 from tileconv.testing import compare, random_inputs, tolerance
 
 torch.backends.cudnn.benchmark = True
