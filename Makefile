@@ -17,6 +17,7 @@ deps:
 
 # pytest's own exit codes pass through: 1 for failures, 5 when no test ran; make fails on both.
 test: deps
+	$(PYTHON) -m ruff check tileconv tests benchmarks
 	TRITON_INTERPRET=1 $(PYTHON) -m pytest -q
 
 # The main job: tileconv beside cuDNN on the default (seed) suite. On a machine without a
@@ -29,4 +30,4 @@ verify:
 	$(PYTHON) -m tileconv verify
 
 lint: deps
-	$(PYTHON) -m ruff check tileconv tests
+	$(PYTHON) -m ruff check tileconv tests benchmarks
