@@ -20,7 +20,7 @@ from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
 from .gemm_1x1 import conv1x1_tma_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel
-from .weights import block_diagonal_weight, channels_last_weight
+from .weights import block_diagonal_weight, channel_minor_weight, channels_last_weight
 
 
 def _shared_arguments(
@@ -144,6 +144,7 @@ def launch_direct(
     config: LaunchConfig,
 ):
     """Run :func:`conv2d_direct_kernel` over the whole output; returns the compiled kernel."""
+    weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (triton.cdiv(problem.gemm_m, config.block_m), triton.cdiv(problem.k, config.block_n))
     return conv2d_direct_kernel[grid](
@@ -165,6 +166,7 @@ def launch_depthwise(
 ):
     """Run :func:`conv2d_depthwise_kernel`: tiles of block_m pixels (a block_q-wide
     rectangle, ``config.block_k`` is its width) by block_n channels."""
+    weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     block_q = min(config.block_k, config.block_m)
     block_p = config.block_m // block_q

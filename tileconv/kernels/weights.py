@@ -3,6 +3,8 @@
 - :func:`channels_last_weight`: the implicit-GEMM kernel's B tile runs along the input
   channels, so it wants (K, R, S, C/g) in memory; nn.Conv2d's weights are NCHW, where
   consecutive channels lie R*S elements apart.
+- :func:`channel_minor_weight`: the CUDA-core kernels read one weight per output channel
+  at every tap, so they want the output channel contiguous: (R, S, C/g, K) in memory.
 - :func:`block_diagonal_weight`: grouped convolutions with few channels per group merge
   ``pack`` groups into one wider group whose weight is block-diagonal (zeros between the
   groups), so that a tensor-core tile is filled (ResNeXt's 4-channel groups).
@@ -47,6 +49,17 @@ def channels_last_weight(weight: torch.Tensor) -> torch.Tensor:
     if weight.is_contiguous(memory_format=torch.channels_last):
         return weight
     return _cached(weight, "channels_last", lambda w: w.contiguous(memory_format=torch.channels_last))
+
+
+def channel_minor_weight(weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` (K, C/g, R, S) stored as (R, S, C/g, K): the output channel is the
+    contiguous axis. The CUDA-core kernels (direct, depthwise) read one weight per output
+    channel of their tile at every tap; along K that is one vector load instead of a
+    scalar load per channel (R*S apart in an NCHW weight). Returned as a (K, C/g, R, S)
+    view, so kernels address it through its strides like any other."""
+    if weight.permute(2, 3, 1, 0).is_contiguous():
+        return weight
+    return _cached(weight, "channel_minor", lambda w: w.permute(2, 3, 1, 0).contiguous().permute(3, 2, 0, 1))
 
 
 def block_diagonal_weight(weight: torch.Tensor, groups: int, pack: int) -> torch.Tensor:
