@@ -339,6 +339,25 @@ def _explicit_padding(problem: ConvProblem):
     return "same" if problem.padding_end != problem.padding else problem.padding
 
 
+_AUTOCAST_ELIGIBLE = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _autocast_arguments(input, weight, bias, residual):
+    """Under ``torch.autocast``, what autocast does to ``F.conv2d``'s arguments: every
+    float16/bfloat16/float32 tensor cast to the autocast dtype (float64 is left alone, as
+    autocast leaves it). Without it a bf16 activation would meet a float32 weight (the
+    master copy) and fail tileconv's dtype check. The casts are differentiable: gradients
+    reach the float32 parameters in float32."""
+    if not isinstance(input, torch.Tensor) or not torch.is_autocast_enabled(input.device.type):
+        return input, weight, bias, residual
+    dtype = torch.get_autocast_dtype(input.device.type)
+
+    def cast(t):
+        return t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype in _AUTOCAST_ELIGIBLE else t
+
+    return cast(input), cast(weight), cast(bias), cast(residual)
+
+
 def conv2d(
     input: torch.Tensor,
     weight: torch.Tensor,
@@ -366,7 +385,8 @@ def conv2d(
     dtypes float16, bfloat16 and float32 (accumulation in fp32; float32 uses TF32 tensor
     cores exactly when ``torch.backends.cudnn.allow_tf32`` is set, as PyTorch's conv does).
     A channels_last input gives a channels_last output; any other input gives a contiguous
-    NCHW output. Differentiable in input, weight, bias and residual.
+    NCHW output. Differentiable in input, weight, bias and residual. Inside
+    ``torch.autocast`` the tensors are first cast to the autocast dtype, as for ``F.conv2d``.
 
     Raises ValueError / TypeError / RuntimeError naming the offending argument when the
     arguments do not describe a valid convolution; nothing is computed in that case.
@@ -380,6 +400,7 @@ def conv2d(
                     f"residual must have the output's shape (unbatched, 3D), got {tuple(residual.shape)}"
                 )
             residual = residual.unsqueeze(0)
+    input, weight, bias, residual = _autocast_arguments(input, weight, bias, residual)
     problem = problem_from_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
     if not uses_triton(input):
         out = _fallback(problem, input, weight, bias, residual, stride, padding, dilation, groups)

@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="NAME", default=None,
                         help="a whole torchvision model (random weights; e.g. resnet50) instead of a suite: eager, "
                              "CUDA graph, torch.compile, tileconv.convert, tileconv + CUDA graph (--batch default 32)")
+    parser.add_argument("--train", metavar="NAME", default=None,
+                        help="a training run instead of a suite: torchvision NAME (resnet50, resnet18) or tiny, "
+                             "PyTorch beside tileconv.convert(fuse=False), bf16 autocast, SGD, fixed random data: "
+                             "loss curves, their difference against PyTorch's own spread, median step time "
+                             "(--batch default 32)")
+    parser.add_argument("--steps", type=positive_int, default=None, help="--train: training steps (default 200)")
+    parser.add_argument("--lr", type=float, default=None, help="--train: SGD learning rate (default 0.1 * batch / 256)")
     add_measurement_arguments(parser)
 
 
@@ -47,6 +54,9 @@ def bench_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--batch", str(args.batch)]
     if getattr(args, "model", None) is not None:
         argv += ["--model", args.model]
+    for name in ("train", "steps", "lr"):
+        if getattr(args, name, None) is not None:
+            argv += [f"--{name}", str(getattr(args, name))]
     return argv + options_argv(args)
 
 
@@ -57,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         from .models import run_model_bench
 
         return run_model_bench(args)
+    if getattr(args, "train", None) is not None:
+        from .train import run_train_bench
+
+        return run_train_bench(args)
     if not torch.cuda.is_available():
         from .demo import run_demo
 

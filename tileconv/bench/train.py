@@ -1,0 +1,394 @@
+"""``python -m tileconv bench --train NAME``: a real training step, PyTorch beside tileconv.
+
+A torchvision model (``resnet50``, ``resnet18``, any classification model by name; ``tiny``:
+the built-in :class:`~tileconv.bench.models.TinyResNet`) is trained from the same random
+initialisation (``--seed``) on the same fixed random data: ``DISTINCT_BATCHES`` batches of
+``--batch`` images (standard normal, 224 x 224) with random labels, cycled, so that every run
+sees the same sequence. The step is eager PyTorch, channels_last, ``torch.autocast`` bfloat16,
+cross-entropy, ``torch.optim.SGD`` (momentum 0.9, weight decay 1e-4) at the linearly scaled
+learning rate ``0.1 * batch / 256`` (Goyal et al.; 0.0125 at batch 32, stable over 200 steps
+of random data, where the net memorises its 8 batches).
+
+Runs, one after the other, each from a fresh copy of the same initial model:
+
+- ``pytorch``: the model as PyTorch runs it (cuDNN convolutions, ``cudnn.benchmark``);
+- ``pytorch_rerun``: the same again, to measure PyTorch's run-to-run spread (cuDNN picks
+  algorithms by timing and some reduce with atomics: two runs need not agree bit for bit);
+- ``pytorch_fp32``: the same in float32 without autocast or TF32: the spread that bfloat16
+  rounding itself makes;
+- ``tileconv``: ``tileconv.convert(model, fuse=False)``: every ``nn.Conv2d`` swapped for a
+  :class:`tileconv.nn.Conv2d` with the same weights, nothing else changed. Not the fusing
+  convert: a training-mode BatchNorm normalises with the batch's statistics, so it cannot
+  be folded, and ``fuse=False`` keeps the model's own class and modules (BatchNorm, ReLU,
+  adds) exactly as they were, so that only the convolutions differ between the runs.
+
+"Within noise", the verdict: over the last ``TAIL_STEPS`` steps (once the trajectories have
+had time to diverge), the largest |loss(tileconv) - loss(pytorch)| is at most
+``NOISE_FACTOR`` times the largest of the two PyTorch spreads, |pytorch - pytorch_rerun| and
+|pytorch - pytorch_fp32|, measured in the same process. The factor allows for a maximum of
+chaotic differences fluctuating from run to run; the numbers are printed beside the verdict.
+
+Step time: CUDA events around each step (zero_grad, forward, backward, optimizer step); the
+median over the steps after the first ``WARMUP_STEPS`` (Triton JIT, cuDNN's algorithm search,
+the allocator's first growth). Losses stay on the GPU until the run ends, so that no step
+waits on the host.
+
+Without a GPU: one line saying so, then ``tiny`` for a few steps on the CPU (PyTorch's
+fallback, or the interpreter under ``TRITON_INTERPRET=1``), losses only, no timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+DEFAULT_STEPS = 200
+DEFAULT_BATCH = 32
+CPU_STEPS = 5  # the no-GPU demo
+CPU_BATCH = 8
+DISTINCT_BATCHES = 8  # fixed random batches, cycled
+WARMUP_STEPS = 10  # excluded from the step-time median
+TAIL_STEPS = 50  # the window of the verdict
+NOISE_FACTOR = 1.5
+MOMENTUM = 0.9
+WEIGHT_DECAY = 1e-4
+SEED = 0  # the initial weights: torch.manual_seed(SEED); the data: SEED + 1
+RUNS = ("pytorch", "pytorch_rerun", "pytorch_fp32", "tileconv")
+
+
+def default_lr(global_batch: int) -> float:
+    """0.1 per 256 images (the linear scaling rule): 0.0125 at batch 32."""
+    return 0.1 * global_batch / 256
+
+
+# --------------------------------------------------------------------- model and data
+def build_model(name: str) -> tuple[nn.Module, int, int]:
+    """(model with random weights, image size, number of classes) for ``name``."""
+    from .models import IMAGE_SIZES, TinyResNet, build_torchvision_model
+
+    if name == "tiny":
+        return TinyResNet(num_classes=10), 16, 10
+    model = build_torchvision_model(name)
+    return model, IMAGE_SIZES.get(name, 224), 1000
+
+
+def fixed_batches(count: int, batch: int, image_size: int, classes: int, seed: int,
+                  device: torch.device | str = "cpu") -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``count`` (images, labels) batches drawn from a CPU generator seeded with ``seed``:
+    the same numbers on every machine and in every process (DDP ranks slice them)."""
+    generator = torch.Generator().manual_seed(seed)
+    batches = []
+    for _ in range(count):
+        images = torch.randn(batch, 3, image_size, image_size, generator=generator)
+        labels = torch.randint(0, classes, (batch,), generator=generator)
+        batches.append((images.to(device).contiguous(memory_format=torch.channels_last), labels.to(device)))
+    return batches
+
+
+def initial_model(name: str, seed: int) -> tuple[nn.Module, int, int]:
+    """The model every run starts from: built after ``torch.manual_seed(seed)``, on the CPU."""
+    torch.manual_seed(seed)
+    return build_model(name)
+
+
+def prepare(model: nn.Module, kind: str, device: torch.device | str) -> nn.Module:
+    """A fresh training copy of ``model`` for run ``kind``, on ``device``, channels_last."""
+    import tileconv
+
+    model = copy.deepcopy(model).to(device=device, memory_format=torch.channels_last).train()
+    if kind == "tileconv":
+        model = tileconv.convert(model, fuse=False, inplace=True)
+    return model
+
+
+# --------------------------------------------------------------------- one run
+@dataclass
+class RunResult:
+    """One training run: the loss of every step, the time of every step (ms, None on a CPU)."""
+
+    name: str
+    losses: list[float]
+    step_ms: list[float] | None = None
+
+    @property
+    def median_step_ms(self) -> float | None:
+        timed = (self.step_ms or [])[WARMUP_STEPS:]
+        return statistics.median(timed) if timed else None
+
+
+def train(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], steps: int, lr: float,
+          amp_dtype: torch.dtype | None, timed: bool = True,
+          params: Sequence[nn.Parameter] | None = None) -> tuple[torch.Tensor, list[float] | None]:
+    """``steps`` SGD steps of ``model`` (possibly DDP-wrapped) over ``batches`` cycled.
+
+    Returns (the per-step losses as one tensor on the model's device, per-step milliseconds
+    from CUDA events or None). ``amp_dtype`` None: no autocast."""
+    device = batches[0][0].device
+    optimizer = torch.optim.SGD(params if params is not None else model.parameters(), lr=lr, momentum=MOMENTUM,
+                                weight_decay=WEIGHT_DECAY)
+    timed = timed and device.type == "cuda"
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(steps)] if timed else []
+    losses = []
+    for step in range(steps):
+        images, labels = batches[step % len(batches)]
+        if timed:
+            events[step][0].record()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        if timed:
+            events[step][1].record()
+        losses.append(loss.detach().float())
+    if timed:
+        torch.cuda.synchronize(device)
+    return torch.stack(losses), [start.elapsed_time(end) for start, end in events] if timed else None
+
+
+def run_kind(initial: nn.Module, kind: str, batches, steps: int, lr: float, device) -> RunResult:
+    """Run ``kind`` (one of :data:`RUNS`) from a copy of ``initial``; float32 runs without TF32."""
+    fp32 = kind == "pytorch_fp32"
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not fp32 and saved[0]
+    try:
+        model = prepare(initial, kind, device)
+        losses, step_ms = train(model, batches, steps, lr, None if fp32 else torch.bfloat16)
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+    return RunResult(kind, losses.cpu().tolist(), step_ms)
+
+
+# --------------------------------------------------------------------- the verdict
+def abs_diff(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    return [abs(x - y) for x, y in zip(a, b, strict=True)]
+
+
+def max_or_nan(values: Sequence[float]) -> float:
+    """max, NaN-propagating (a NaN loss must not hide behind max's comparisons)."""
+    if not values or any(math.isnan(v) for v in values):
+        return math.nan
+    return max(values)
+
+
+@dataclass
+class Verdict:
+    """tileconv's loss against PyTorch's, and PyTorch's own spreads, over the run and its tail."""
+
+    max_diff: float  # max |tileconv - pytorch| over every step
+    max_diff_tail: float  # the same over the last TAIL_STEPS steps
+    noise: dict[str, float] = field(default_factory=dict)  # reference -> max |pytorch - reference| in the tail
+    noise_all: dict[str, float] = field(default_factory=dict)  # the same over every step
+    tail_steps: int = TAIL_STEPS
+    factor: float = NOISE_FACTOR
+    ok: bool = False
+
+    @property
+    def noise_tail(self) -> float:
+        return max(self.noise.values(), default=math.nan)
+
+    def line(self) -> str:
+        spreads = ", ".join(f"|pytorch - {name}| {value:.4g}" for name, value in self.noise.items())
+        return (f"loss: max |tileconv - pytorch| = {self.max_diff:.4g} over the run, {self.max_diff_tail:.4g} over the "
+                f"last {self.tail_steps} steps; PyTorch's own spread there: {spreads}; "
+                f"{'PASS' if self.ok else 'FAIL'} (within noise: <= {self.factor:g} x {self.noise_tail:.4g})")
+
+
+def judge(runs: dict[str, RunResult], tail: int = TAIL_STEPS, factor: float = NOISE_FACTOR,
+          subject: str = "tileconv", reference: str = "pytorch") -> Verdict:
+    """The verdict of :data:`NOISE_FACTOR` on ``runs`` (which must hold ``subject`` and
+    ``reference``; the noise references are the other ``pytorch*`` runs present)."""
+    ref = runs[reference].losses
+    diff = abs_diff(runs[subject].losses, ref)
+    tail = min(tail, len(diff))
+    noise, noise_all = {}, {}
+    for name, run in runs.items():
+        if name.startswith("pytorch") and name != reference:
+            spread = abs_diff(run.losses, ref)
+            noise[name], noise_all[name] = max_or_nan(spread[-tail:]), max_or_nan(spread)
+    verdict = Verdict(max_or_nan(diff), max_or_nan(diff[-tail:]), noise, noise_all, tail, factor)
+    finite = not math.isnan(verdict.max_diff_tail) and not math.isnan(verdict.noise_tail)
+    verdict.ok = finite and verdict.max_diff_tail <= factor * verdict.noise_tail
+    return verdict
+
+
+# --------------------------------------------------------------------- outputs
+def result_json(model: str, batch: int, steps: int, lr: float, seed: int, runs: dict[str, RunResult],
+                verdict: Verdict | None, env: dict, notes: Sequence[str] = ()) -> dict:
+    """The JSON of a training run: environment, settings, one row per run, the verdict."""
+    data = {key: env.get(key) for key in ("device", "device_slug", "torch", "triton", "cudnn", "cuda", "tileconv",
+                                          "python", "date")}
+    pytorch = runs.get("pytorch")
+    tileconv = runs.get("tileconv")
+    speedup = None
+    if pytorch and tileconv and pytorch.median_step_ms and tileconv.median_step_ms:
+        speedup = pytorch.median_step_ms / tileconv.median_step_ms
+    data.update({
+        "suite": "train", "model": model, "batch": batch, "steps": steps, "lr": lr, "seed": seed,
+        "momentum": MOMENTUM, "weight_decay": WEIGHT_DECAY, "distinct_batches": DISTINCT_BATCHES,
+        "dtype": "bfloat16 autocast", "layout": "nhwc", "warmup_steps": WARMUP_STEPS,
+        "rows": [{"name": run.name, "median_step_ms": run.median_step_ms, "losses": run.losses,
+                  "step_ms": run.step_ms} for run in runs.values()],
+        "speedup_vs_pytorch": speedup,
+        "verdict": None if verdict is None else {**asdict(verdict), "noise_tail": verdict.noise_tail},
+        "ok": None if verdict is None else verdict.ok,
+        "notes": list(notes),
+    })
+    return data
+
+
+def plot_losses(runs: dict[str, RunResult], path, title: str, tail: int = TAIL_STEPS) -> None:
+    """Two panels: every run's loss per step; |run - pytorch| per step (tileconv bold)."""
+    from .plot import COLORS, _pyplot
+
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    colors = {"pytorch": COLORS["cudnn"], "tileconv": COLORS["tileconv"], "pytorch_rerun": "#bbbbbb",
+              "pytorch_fp32": COLORS["compile"]}
+    ref = runs["pytorch"].losses
+    for name, run in runs.items():
+        steps = range(1, len(run.losses) + 1)
+        bold = name in ("pytorch", "tileconv")
+        top.plot(steps, run.losses, label=name, color=colors.get(name), linewidth=1.6 if bold else 0.9)
+        if name != "pytorch":
+            bottom.plot(steps, abs_diff(run.losses, ref), label=f"|{name} - pytorch|", color=colors.get(name),
+                        linewidth=1.6 if name == "tileconv" else 0.9)
+    bottom.axvspan(max(len(ref) - tail, 0) + 0.5, len(ref) + 0.5, color="#eeeeee", zorder=0,
+                   label=f"last {tail} steps")
+    top.set_ylabel("training loss")
+    bottom.set_ylabel("|loss difference|")
+    bottom.set_xlabel("step")
+    top.set_title(title, fontsize=10)
+    top.legend(fontsize=8)
+    bottom.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_outputs(data: dict, runs: dict[str, RunResult], args: argparse.Namespace, console) -> None:
+    from .report import output_path
+
+    stem = f"bench-train-{data['model']}-b{data['batch']}-s{data['steps']}"
+    slug = data.get("device_slug") or "unknown"
+    if getattr(args, "json", None):
+        path = output_path(args.json, slug, stem, ".json")
+        path.write_text(json.dumps(data, indent=2) + "\n")
+        console.print(f"wrote {path}", highlight=False)
+    if getattr(args, "plot", None) and "pytorch" in runs:
+        path = output_path(args.plot, slug, stem, ".png")
+        try:
+            plot_losses(runs, path, f"{data['model']}, batch {data['batch']}, bf16 autocast, SGD lr {data['lr']:g}: "
+                                    f"{data['device']}")
+            console.print(f"wrote {path}", highlight=False)
+        except ImportError as error:  # matplotlib is an optional extra
+            console.print(f"no plot: {error} (pip install -e .[bench])", highlight=False)
+
+
+def _table(runs: dict[str, RunResult], console, title: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold")
+    for column in ("run", "median step ms", "vs pytorch", "first loss", "last loss"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    base = runs["pytorch"].median_step_ms if "pytorch" in runs else None
+    for run in runs.values():
+        ms = run.median_step_ms
+        table.add_row(run.name, "-" if ms is None else f"{ms:.2f}",
+                      "-" if ms is None or base is None else f"{base / ms:.2f}x",
+                      f"{run.losses[0]:.4f}", f"{run.losses[-1]:.4f}")
+    console.print(table)
+
+
+# --------------------------------------------------------------------- the command
+def run_cpu_demo(args: argparse.Namespace, console) -> int:
+    """No GPU: ``tiny`` for a few steps on the CPU, PyTorch beside tileconv, losses only."""
+    from .._runtime import INTERPRET
+    from .timing import environment
+
+    path = "Triton interpreter" if INTERPRET else "PyTorch fallback"
+    seed = getattr(args, "seed", None) or SEED
+    steps = min(args.steps or CPU_STEPS, CPU_STEPS)
+    batch = min(args.batch or CPU_BATCH, CPU_BATCH)
+    console.print(f"No CUDA GPU: no timings; training TinyResNet (instead of {args.train}) for {steps} steps at "
+                  f"batch {batch} on the CPU through tileconv's {path} as a demo.", highlight=False, markup=False)
+    initial, size, classes = initial_model("tiny", seed)
+    batches = fixed_batches(DISTINCT_BATCHES, batch, size, classes, seed + 1)
+    lr = args.lr or default_lr(batch)
+    runs = {}
+    for kind in ("pytorch", "tileconv"):
+        model = prepare(initial, kind, "cpu")
+        losses, _ = train(model, batches, steps, lr, torch.bfloat16, timed=False)
+        runs[kind] = RunResult(kind, losses.tolist())
+    diff = abs_diff(runs["tileconv"].losses, runs["pytorch"].losses)
+    for step, (a, b) in enumerate(zip(runs["pytorch"].losses, runs["tileconv"].losses, strict=True), 1):
+        console.print(f"step {step}: loss pytorch {a:.5f}  tileconv {b:.5f}", highlight=False)
+    # Both runs compute in bfloat16 on the CPU; the fallback is PyTorch's own conv, the
+    # interpreter tileconv's kernels with fp32 accumulation: a few bf16 ulps of the loss.
+    ok = max_or_nan(diff) <= 0.05 * max(abs(runs["pytorch"].losses[0]), 1.0)
+    console.print(f"max |loss difference| = {max_or_nan(diff):.3g}: {'ok' if ok else 'MISMATCH'}", highlight=False)
+    data = result_json("tiny", batch, steps, lr, seed, runs, None, environment(),
+                       notes=[f"no GPU: {path} on the CPU, bfloat16 autocast, losses only (no timings)"])
+    data["ok"] = ok
+    write_outputs(data, runs, args, console)
+    return 0 if ok else 1
+
+
+def run_train_bench(args: argparse.Namespace) -> int:
+    """``bench --train NAME``: on a GPU the four runs of :data:`RUNS`; without one, the CPU demo."""
+    from .report import make_console
+
+    console = make_console()
+    if not torch.cuda.is_available():
+        return run_cpu_demo(args, console)
+    from .._runtime import INTERPRET
+
+    if INTERPRET:
+        print("TRITON_INTERPRET=1 is set: tileconv would run in the interpreter; unset it to benchmark the GPU.")
+        return 2
+    from .timing import environment
+
+    torch.backends.cudnn.benchmark = True
+    env = environment()
+    console.print(f"{env['device']} | torch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}) | "
+                  f"triton {env['triton']} | tileconv {env['tileconv']}", highlight=False)
+    steps, batch = args.steps or DEFAULT_STEPS, args.batch or DEFAULT_BATCH
+    lr, seed = args.lr or default_lr(batch), getattr(args, "seed", None) or SEED
+    try:
+        initial, size, classes = initial_model(args.train, seed)
+    except (RuntimeError, ValueError) as error:
+        console.print(str(error), highlight=False, markup=False)
+        return 2
+    batches = fixed_batches(DISTINCT_BATCHES, batch, size, classes, seed + 1, "cuda")
+    console.print(f"training {args.train}: batch {batch}, {steps} steps, SGD lr {lr:g} momentum {MOMENTUM} "
+                  f"wd {WEIGHT_DECAY}, bf16 autocast, channels_last; {DISTINCT_BATCHES} fixed random batches",
+                  highlight=False)
+    runs: dict[str, RunResult] = {}
+    for kind in RUNS:
+        runs[kind] = run_kind(initial, kind, batches, steps, lr, "cuda")
+        ms = runs[kind].median_step_ms
+        console.print(f"  {kind}: last loss {runs[kind].losses[-1]:.4f}, median step "
+                      f"{'-' if ms is None else f'{ms:.2f} ms'}", highlight=False)
+        torch.cuda.empty_cache()
+    verdict = judge(runs)
+    _table(runs, console, f"bench --train {args.train}: batch {batch}, {steps} steps, bf16 autocast, "
+                          f"median step after {WARMUP_STEPS} warm-up steps")
+    console.print(verdict.line(), highlight=False)
+    data = result_json(args.train, batch, steps, lr, seed, runs, verdict, env)
+    if data["speedup_vs_pytorch"] is not None:
+        console.print(f"step time: tileconv {runs['tileconv'].median_step_ms:.2f} ms, pytorch "
+                      f"{runs['pytorch'].median_step_ms:.2f} ms: speedup {data['speedup_vs_pytorch']:.2f}x",
+                      highlight=False)
+    write_outputs(data, runs, args, console)
+    return 0 if verdict.ok else 1
+
