@@ -36,6 +36,7 @@ NVSHMEM_DISABLE_NVLS=1 are set when absent and must hold those values when prese
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -158,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             if rank == 0:
                 times = ", ".join("-" if t is None else f"{t:.2f} ms" for t in step_times[kind])
                 print(f"  {kind}: last loss {runs[kind].losses[-1]:.4f}; median step per GPU: {times}", flush=True)
+        # Every rank waits at a barrier before the process group goes: a rank that tore
+        # gloo down while rank 0 was still writing its report aborted at exit.
         if rank != 0:
+            dist.barrier()
             return 0
         from tileconv.bench.timing import environment
 
@@ -183,8 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
             print(f"wrote {args.json}", flush=True)
+        dist.barrier()
         return 0 if verdict.ok or device.type != "cuda" else 1
     finally:
+        gc.collect()  # DDP reducers hold the process group: free them before it goes
         dist.destroy_process_group()
 
 
