@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._runtime import INTERPRET
 from .options import DTYPES, add_measurement_arguments, options_argv, positive_int
 from .peers import PASSES
 from .suites import EPILOGUES, SUITE_NAMES
@@ -75,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from .demo import run_demo
 
         return run_demo(args, MODULE, bench_argv(args))
-    if INTERPRET:
-        print("TRITON_INTERPRET=1 is set: tileconv would run in the interpreter; unset it to benchmark the GPU.")
+    from .timing import refuses_interpreter
+
+    if refuses_interpreter():
         return 2
 
     from .plot import plot_bench

@@ -43,10 +43,9 @@ def run(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available():
         print("No CUDA GPU: the sweep measures throughput and needs one; nothing measured.")
         return 1
-    from .._runtime import INTERPRET
+    from .timing import refuses_interpreter
 
-    if INTERPRET:
-        print("TRITON_INTERPRET=1 is set: tileconv would run in the interpreter; unset it to measure the GPU.")
+    if refuses_interpreter():
         return 2
     from .plot import plot_sweep
     from .report import make_console, render_table

@@ -15,7 +15,7 @@ import torch
 from .options import DTYPES
 from .report import BenchResult, output_path, write_csv, write_json
 from .runner import BenchItem, Row, RowTimer, algorithms_for, run_items
-from .timing import bench_us, environment, measure_ceilings
+from .timing import bench_us, environment, environment_line, measure_ceilings
 
 
 def _row_timer(label: str, call: Callable[[], object]) -> float:
@@ -51,10 +51,7 @@ def measure(
     torch.backends.cudnn.benchmark = True  # cuDNN picks its fastest algorithm per shape
     torch.backends.cudnn.allow_tf32 = DTYPES[args.dtype][1]  # the eager peer's float32 precision
     env = environment()
-    console.print(
-        f"{env['device']} | torch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}) | "
-        f"triton {env['triton']} | tileconv {env['tileconv']}"
-    )
+    console.print(environment_line(env), highlight=False)
     ceilings = measure_ceilings(args.dtype, device=device)
     console.print(
         f"ceilings measured now: {args.dtype} GEMM {ceilings.gemm_tflops:.0f} TFLOP/s, "

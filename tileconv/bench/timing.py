@@ -126,6 +126,22 @@ def slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
 
 
+def environment_line(env: dict) -> str:
+    """The one-line header every GPU run prints: device and versions."""
+    return (f"{env['device']} | torch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}) | "
+            f"triton {env['triton']} | tileconv {env['tileconv']}")
+
+
+def refuses_interpreter() -> bool:
+    """True (after saying why) when TRITON_INTERPRET=1 is set on a GPU machine: tileconv's
+    kernels would run in the interpreter, and its timings would say nothing about the GPU."""
+    from .._runtime import INTERPRET
+
+    if INTERPRET:
+        print("TRITON_INTERPRET=1 is set: tileconv would run in the interpreter; unset it to measure the GPU.")
+    return INTERPRET
+
+
 def environment() -> dict:
     """Device and versions, as the JSON results and ``info`` report them."""
     import triton

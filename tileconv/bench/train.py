@@ -351,17 +351,15 @@ def run_train_bench(args: argparse.Namespace) -> int:
     console = make_console()
     if not torch.cuda.is_available():
         return run_cpu_demo(args, console)
-    from .._runtime import INTERPRET
+    from .timing import refuses_interpreter
 
-    if INTERPRET:
-        print("TRITON_INTERPRET=1 is set: tileconv would run in the interpreter; unset it to benchmark the GPU.")
+    if refuses_interpreter():
         return 2
-    from .timing import environment
+    from .timing import environment, environment_line
 
     torch.backends.cudnn.benchmark = True
     env = environment()
-    console.print(f"{env['device']} | torch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}) | "
-                  f"triton {env['triton']} | tileconv {env['tileconv']}", highlight=False)
+    console.print(environment_line(env), highlight=False)
     steps, batch = args.steps or DEFAULT_STEPS, args.batch or DEFAULT_BATCH
     lr, seed = args.lr or default_lr(batch), getattr(args, "seed", None) or SEED
     try:
