@@ -100,9 +100,12 @@ def _sass_counts(cubin: bytes) -> dict[str, int]:
     return counts
 
 
-def inspect(algorithm: str, case_name: str) -> dict:
-    """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS."""
-    case = next(c for suite in ("seed", "resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
+def inspect(algorithm: str, case_name: str, int64: bool = False) -> dict:
+    """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS.
+    ``int64``: compile the kernel's int64-index variant (which the small CPU tensors used
+    here would not select), so that it is at least known to compile."""
+    case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped") for c in get_suite(suite)
+                if c.name == case_name)
     problem = case.problem(torch.float16, "nhwc", "bias_relu", batch=2)
     config = default_config(problem, algorithm)
     inputs = random_inputs(problem, "cpu", seed=0)
@@ -113,6 +116,7 @@ def inspect(algorithm: str, case_name: str) -> dict:
         for name, recorder in recorders.items():
             setattr(launch, name, recorder)
         launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
+                    "grouped_gemm": launch.launch_grouped_gemm,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
     finally:
@@ -120,9 +124,11 @@ def inspect(algorithm: str, case_name: str) -> dict:
             setattr(launch, name, kernel)
     (kernel_name, recorder), = [(n, r) for n, r in recorders.items() if r.calls]
     args, kwargs = recorder.calls[0]
+    if int64:
+        kwargs["INT64"] = True
     source, options = _specialise(recorder.kernel, args, dict(kwargs))
     compiled = triton.compile(source, target=TARGET, options=options)
-    return {"algorithm": algorithm, "case": case_name, "kernel": kernel_name, "config": str(config),
+    return {"algorithm": algorithm, "case": case_name, "int64": int64, "kernel": kernel_name, "config": str(config),
             "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
@@ -130,6 +136,15 @@ CASES = [
     ("implicit_gemm", "seed000"),
     ("implicit_gemm", "r50 c64 hw56 k64 1x1/1"),
     ("gemm_1x1", "r50 c64 hw56 k64 1x1/1"),
+    ("direct", "mbv2 dw3x3 c32 hw112/1"),
+    ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
+    ("grouped_gemm", "resnext g32 c128 hw56/1"),
+]
+# The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
+# them here catches type errors in those branches on every CI run.
+INT64_CASES = [
+    ("implicit_gemm", "r50 c64 hw56 k64 3x3/1"),
+    ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
 ]
@@ -140,10 +155,11 @@ def main() -> int:
         print("benchmarks/sass.py compiles real kernels: run it without TRITON_INTERPRET=1", file=sys.stderr)
         return 2
     rows = [inspect(algorithm, case) for algorithm, case in CASES]
+    rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0
-    header = ["algorithm", "case", "shared_bytes", *OPS, "STG.128"]
+    header = ["algorithm", "case", "int64", "shared_bytes", *OPS, "STG.128"]
     print(" | ".join(header))
     for row in rows:
         print(" | ".join(str(row[h]) for h in header))

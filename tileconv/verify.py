@@ -376,6 +376,7 @@ def run(args: argparse.Namespace) -> int:
                         TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=console)
     jobs = args.jobs if args.jobs is not None else (min(8, max(1, (os.cpu_count() or 2) // 2)) if device == "cuda" else 1)
     chunks = [indices[i:i + CHUNK] for i in range(0, len(indices), CHUNK)]
+    started = time.monotonic()
     with progress:
         task = progress.add_task("verifying", total=len(indices), failed=0)
 
@@ -386,7 +387,13 @@ def run(args: argparse.Namespace) -> int:
                     progress.console.print(f"[red]case {result.case.index} failed[/]: {result.problem} "
                                            f"{result.case.dtype} {result.case.layout} {result.epilogue} "
                                            f"{result.algorithm}: {result.error or result.message}")
-            progress.update(task, advance=len(chunk_results), failed=sum(not r.ok for r in results))
+            failed = sum(not r.ok for r in results)
+            progress.update(task, advance=len(chunk_results), failed=failed)
+            # A log (no terminal) sees no live bar: a line at every tenth of the cases instead.
+            step = max(1, len(indices) // 10)
+            if not console.is_terminal and len(results) // step != (len(results) - len(chunk_results)) // step:
+                elapsed = time.monotonic() - started
+                console.print(f"  {len(results)}/{len(indices)} cases, {failed} failed, {elapsed:.0f} s")
 
         if jobs <= 1 or len(chunks) == 1:
             for chunk in chunks:

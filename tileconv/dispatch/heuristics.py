@@ -13,7 +13,7 @@ import triton
 from .._runtime import INTERPRET
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
-from ..kernels.launch import group_pack_factor
+from ..kernels.launch import gemm_1x1_unsupported_reason, group_pack_factor
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -36,6 +36,13 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
         if group_pack_factor(problem) > 1:
             return "grouped_gemm"
+    # Long, wide 1x1 GEMMs: the TMA kernel. Measured on an H200 (2026-11-22, fp16 NHWC):
+    # M = K = 4096 at C = 1024 / 4096 took 62.8 / 203 us against the implicit GEMM's
+    # 100 / 324; on ResNet-50's 1x1 layers (M <= 6272 at C >= 1024, K <= 2048) it lost
+    # (33-43 us against 20-28), so it is kept to large M, C and K.
+    if (gemm_1x1_unsupported_reason(problem) is None and problem.c >= 1024 and problem.k >= 1024
+            and problem.gemm_m >= 4096 and problem.itemsize == 2):
+        return "gemm_1x1"
     return "implicit_gemm"
 
 
@@ -78,6 +85,13 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         block_n = 256
     if tiles < SM_COUNT_HINT:  # too few tiles to fill the GPU: narrower ones
         block_m = 64
+    # Measured on an H200 (2026-11-22): 256x128 tiles (8 warps, 3 stages) won on seed000,
+    # the VAE's hw128 layer, the 1x1 GEMM sweep and most ResNet-50 layers with K >= 128,
+    # C*R*S >= 128 and at least ~0.7 of a wave of them (90 tiles on 132 SMs); with fewer
+    # tiles, or K = 64 or C = 64, they lost (r50 c64 3x3: 100.9 us against 40.0).
+    big_tiles = triton.cdiv(problem.gemm_m, 256) * triton.cdiv(problem.gemm_n, 128) * problem.groups
+    if wide and problem.gemm_n >= 128 and problem.gemm_k >= 128 and big_tiles >= 90 and not fuse_sc:
+        return LaunchConfig(block_m=256, block_n=128, block_k=block_k, group_m=8, num_warps=8, num_stages=3)
     num_warps = 8 if block_m * block_n >= 128 * 128 else 4
     stages = 3 if block_n >= 256 or not wide else 4
     return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,

@@ -34,9 +34,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import INT32_LIMIT, INTERPRET
+from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
 from ..problem import ConvProblem
 from .config import BackwardConfig
+from .fast_launch import launch
 from .weights import channels_last_weight
 
 
@@ -249,13 +250,13 @@ def launch_dgrad_implicit_gemm(
     grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * triton.cdiv(problem.c_per_group, config.block_n)
             * problem.groups * phases,)
     fp32 = problem.dtype == torch.float32
-    return conv2d_dgrad_kernel[grid](
+    return launch(conv2d_dgrad_kernel, grid,
         grad, weight, grad_input,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
         problem.c_per_group, problem.k_per_group,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *grad.stride(), *weight.stride(), *grad_input.stride(),
+        *kernel_strides(grad), *kernel_strides(weight), *kernel_strides(grad_input),
         *_phase_geometry(problem), problem.groups,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
@@ -272,12 +273,12 @@ def launch_dgrad_depthwise(
     """Depthwise dgrad on the CUDA cores (groups = C, any multiplier K/C)."""
     phases = problem.stride[0] * problem.stride[1]
     grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * phases, triton.cdiv(problem.c, config.block_n))
-    return conv2d_dgrad_depthwise_kernel[grid](
+    return launch(conv2d_dgrad_depthwise_kernel, grid,
         grad, weight, grad_input,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.c,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *grad.stride(), *weight.stride(), *grad_input.stride(),
+        *kernel_strides(grad), *kernel_strides(weight), *kernel_strides(grad_input),
         *_phase_geometry(problem),
         MULTIPLIER=problem.k // problem.c,
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=_int64(problem),

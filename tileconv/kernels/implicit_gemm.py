@@ -50,6 +50,7 @@ def conv2d_implicit_gemm_kernel(
     DOT_PRECISION: tl.constexpr,  # "ieee" (strict fp32) or "tf32"; ignored for 16-bit inputs
     UPCAST_DOT: tl.constexpr,  # interpreter only: tl.dot on bf16 is wrong there, so use fp32
     INT64: tl.constexpr,  # some tensor has >= 2**31 elements: index in int64
+    EVEN_C: tl.constexpr,  # C/g % BLOCK_K == 0 (the channel loop needs no tail mask)
     # grouped_gemm: the groups merged into this GEMM have SUB_C input and SUB_K output
     # channels each (0: no merging). Their block-diagonal weight multiplies a NaN/Inf of
     # one group by the zeros of another; tiles that read a non-finite input are redone
@@ -113,31 +114,48 @@ def conv2d_implicit_gemm_kernel(
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
     else:
-        c_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
-        for it in range(0, R * S * c_blocks):
-            tap = it // c_blocks
-            c = (it - tap * c_blocks) * BLOCK_K + offs_k
-            r = tap // S
-            s = tap - r * S
-            ih = ih0 + r * dil_h
-            iw = iw0 + s * dil_w
+        # The loop walks (r, s, channel block) with scalar counters rather than dividing
+        # the step index, and each A address is a per-pixel part (computed once) plus a
+        # per-tap scalar: the SASS of the divide-and-recompute form spent ~240 instructions
+        # a step for 4 HGMMAs, and Nsight Compute found it issue-bound (0.34 IPC a
+        # scheduler, stalls on fixed-latency integer dependencies).
+        x_pix = x_row + ih0 * stride_xh + iw0 * stride_xw
+        if INT64:
+            tap_r = tl.full((), 0, tl.int64)
+            tap_s = tl.full((), 0, tl.int64)
+        else:
+            tap_r = tl.full((), 0, tl.int32)
+            tap_s = tl.full((), 0, tl.int32)
+        c0 = tl.full((), 0, tl.int32)
+        for _ in range(0, R * S * tl.cdiv(C_PER_GROUP, BLOCK_K)):
+            dh = tap_r * dil_h
+            dw = tap_s * dil_w
+            ih = ih0 + dh
+            iw = iw0 + dw
             # The mask is the padding halo: taps outside the input read as zero.
             in_bounds = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-            mask_c = c < C_PER_GROUP
-            a = tl.load(
-                (x_row + ih * stride_xh + iw * stride_xw)[:, None] + (c * stride_xc)[None, :],
-                mask=in_bounds[:, None] & mask_c[None, :],
-                other=0.0,
-            )
-            b = tl.load(
-                (w_col + r * stride_wr + s * stride_ws)[None, :] + (c * stride_wc)[:, None],
-                mask=mask_c[:, None] & mask_n[None, :],
-                other=0.0,
-            )
+            c = c0 + offs_k
+            a_ptrs = (x_pix + (dh * stride_xh + dw * stride_xw))[:, None] + (c * stride_xc)[None, :]
+            b_ptrs = (w_col + (tap_r * stride_wr + tap_s * stride_ws))[None, :] + (c * stride_wc)[:, None]
+            if EVEN_C:  # C/g is a multiple of BLOCK_K: no channel tail to mask
+                a = tl.load(a_ptrs, mask=in_bounds[:, None], other=0.0)
+                b = tl.load(b_ptrs, mask=mask_n[None, :], other=0.0)
+            else:
+                mask_c = c < C_PER_GROUP
+                a = tl.load(a_ptrs, mask=in_bounds[:, None] & mask_c[None, :], other=0.0)
+                b = tl.load(b_ptrs, mask=mask_c[:, None] & mask_n[None, :], other=0.0)
             if UPCAST_DOT:
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+            # Next channel block; past the last one, the next filter column, then row.
+            c0 += BLOCK_K
+            next_tap = c0 >= C_PER_GROUP
+            c0 = tl.where(next_tap, 0, c0)
+            tap_s = tl.where(next_tap, tap_s + 1, tap_s)
+            next_row = tap_s >= S
+            tap_s = tl.where(next_row, 0, tap_s)
+            tap_r = tl.where(next_row, tap_r + 1, tap_r)
 
     if SUB_K > 0:
         # A NaN/Inf input times the weight's zeros between groups is NaN, so any non-finite

@@ -13,11 +13,12 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import INT32_LIMIT, INTERPRET
+from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
 from ..problem import ConvProblem
 from .config import LaunchConfig
 from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
+from .fast_launch import launch
 from .gemm_1x1 import conv1x1_tma_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel
 from .weights import block_diagonal_weight, channel_minor_weight, channels_last_weight
@@ -40,7 +41,7 @@ def _shared_arguments(
     geometry = [
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *x.stride(), *weight.stride(), *out.stride(), *res.stride(),
+        *kernel_strides(x), *kernel_strides(weight), *kernel_strides(out), *kernel_strides(res),
         problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
     ]
     constexprs = dict(
@@ -71,11 +72,12 @@ def launch_implicit_gemm(
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n) * problem.groups,)
     fp32 = problem.dtype == torch.float32
-    return conv2d_implicit_gemm_kernel[grid](
+    return launch(conv2d_implicit_gemm_kernel, grid,
         *args, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         GROUP_M=config.group_m, FUSE_SC=bool(config.fuse_sc),
+        EVEN_C=problem.c_per_group % config.block_k == 0,
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
         UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
         SUB_C=sub_groups[0], SUB_K=sub_groups[1],
@@ -119,10 +121,10 @@ def launch_gemm_1x1(
     res = residual if residual is not None else out
     grid = (triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.k, config.block_n),)
     fp32 = problem.dtype == torch.float32
-    return conv1x1_tma_kernel[grid](
+    return launch(conv1x1_tma_kernel, grid,
         a_desc, b_desc, out, bias if bias is not None else out, res,
         problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
-        *out.stride(), *res.stride(),
+        *kernel_strides(out), *kernel_strides(res),
         problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
         ACTIVATION=problem.epilogue.activation.code, HAS_BIAS=bias is not None,
         HAS_RESIDUAL=residual is not None,
@@ -147,7 +149,7 @@ def launch_direct(
     weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (triton.cdiv(problem.gemm_m, config.block_m), triton.cdiv(problem.k, config.block_n))
-    return conv2d_direct_kernel[grid](
+    return launch(conv2d_direct_kernel, grid,
         *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n,
@@ -174,7 +176,7 @@ def launch_depthwise(
         problem.n * triton.cdiv(problem.out_h, block_p) * triton.cdiv(problem.out_w, block_q),
         triton.cdiv(problem.k, config.block_n),
     )
-    return conv2d_depthwise_kernel[grid](
+    return launch(conv2d_depthwise_kernel, grid,
         *args, problem.k, *geometry, **constexprs,
         MULTIPLIER=problem.k // problem.c,
         BLOCK_P=block_p, BLOCK_Q=block_q, BLOCK_C=config.block_n,

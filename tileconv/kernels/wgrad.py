@@ -28,9 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import INT32_LIMIT, INTERPRET
+from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
 from ..problem import ConvProblem
 from .config import BackwardConfig
+from .fast_launch import launch
 
 # Hopper has 132 SMs; split-K aims at two waves of programs.
 _TARGET_PROGRAMS = 2 * 132
@@ -224,13 +225,13 @@ def launch_wgrad_implicit_gemm(
     chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_k, tiles, config.split_k), config.block_k)
     out = _split_output(problem, grad_weight, split)
     fp32 = problem.dtype == torch.float32
-    conv2d_wgrad_kernel[(tiles * split,)](
+    launch(conv2d_wgrad_kernel, (tiles * split,),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
         problem.c_per_group, problem.k_per_group,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *grad.stride(), *x.stride(), *out.stride(),
+        *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
         problem.r, problem.s, chunk, split, problem.groups,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
@@ -251,12 +252,12 @@ def launch_wgrad_depthwise(
     tiles = triton.cdiv(problem.k, config.block_n) * problem.r * problem.s
     chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_m, tiles, config.split_k), config.block_m)
     out = _split_output(problem, grad_weight, split)
-    conv2d_wgrad_depthwise_kernel[(triton.cdiv(problem.k, config.block_n), problem.r * problem.s, split)](
+    launch(conv2d_wgrad_depthwise_kernel, (triton.cdiv(problem.k, config.block_n), problem.r * problem.s, split),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *grad.stride(), *x.stride(), *out.stride(),
+        *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
         problem.s, chunk,
         MULTIPLIER=problem.k // problem.c,
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=_int64(problem),

@@ -1,0 +1,93 @@
+"""tileconv.kernels.fast_launch: a repeated launch reuses Triton's compiled kernel with the
+same arguments Triton would pass it, and any change Triton specialises on asks Triton."""
+
+import inspect
+
+import pytest
+import torch
+
+import tileconv
+from tileconv.functional import conv2d_problem
+from tileconv.kernels import fast_launch
+from tileconv.problem import problem_from_arguments
+from tileconv.testing import assert_conv_close, tolerance
+
+
+class _FakeCompiled:
+    def __init__(self, log):
+        self.log = log
+
+    def __getitem__(self, grid):
+        return lambda *args: self.log.append(("compiled", grid, args))
+
+
+class _FakeKernel:
+    """Stands in for a JITFunction: (x, n, FLAG: constexpr = 7) and options."""
+
+    arg_names = ["x", "n", "FLAG"]
+
+    def __init__(self):
+        self.log = []
+        signature = inspect.signature(lambda x, n, FLAG=7: None)
+        self.params = [type("P", (), {"name": p.name, "default": p.default})() for p in signature.parameters.values()]
+
+    def __getitem__(self, grid):
+        def call(*args, **kwargs):
+            self.log.append(("jit", grid, args, kwargs))
+            return _FakeCompiled(self.log)
+        return call
+
+
+@pytest.fixture
+def compiled_launches(monkeypatch):
+    monkeypatch.setattr(fast_launch, "INTERPRET", False)
+    monkeypatch.setattr(fast_launch, "_plans", {})
+
+
+def test_repeat_launch_passes_every_argument_in_order(compiled_launches):
+    kernel = _FakeKernel()
+    x = torch.zeros(8)
+    fast_launch.launch(kernel, (4,), x, 32, num_warps=4)
+    fast_launch.launch(kernel, (5,), x, 48, num_warps=4)  # same specialisation: 48 % 16 == 0
+    assert [entry[0] for entry in kernel.log] == ["jit", "compiled"]
+    assert kernel.log[1] == ("compiled", (5,), (x, 48, 7))  # the constexpr's default is passed too
+    fast_launch.launch(kernel, (5,), x, 48, FLAG=3, num_warps=4)
+    assert kernel.log[-1][0] == "jit"  # a new constexpr value: Triton decides
+    fast_launch.launch(kernel, (6,), x, 64, FLAG=3, num_warps=4)
+    assert kernel.log[-1] == ("compiled", (6,), (x, 64, 3))
+
+
+@pytest.mark.parametrize("change", ["int_one", "int_not_16", "misaligned", "dtype", "option"])
+def test_any_specialisation_change_goes_to_triton(compiled_launches, change: str):
+    kernel = _FakeKernel()
+    x = torch.zeros(16)
+    fast_launch.launch(kernel, (1,), x, 32, num_warps=4)
+    args, options = [x, 32], {"num_warps": 4}
+    if change == "int_one":
+        args[1] = 1
+    elif change == "int_not_16":
+        args[1] = 33
+    elif change == "misaligned":
+        args[0] = x[1:]  # 4 bytes past a 16-byte boundary
+    elif change == "dtype":
+        args[0] = x.half()
+    else:
+        options["num_warps"] = 8
+    fast_launch.launch(kernel, (1,), *args, **options)
+    assert kernel.log[-1][0] == "jit", change
+
+
+@pytest.mark.gpu
+def test_cached_launches_follow_alignment_on_gpu(seed: int):
+    """The same problem on a 16-byte-aligned input, a misaligned view, then aligned again:
+    each launch must use a kernel compiled for its alignment (a wrong one reads garbage)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    base = torch.randn(2 * 24 * 9 * 11 + 1, generator=gen, device="cuda", dtype=torch.float16)
+    weight = torch.randn(16, 24, 3, 3, generator=gen, device="cuda", dtype=torch.float16) / 8
+    for offset in (0, 1, 0, 1):
+        x = base[offset:offset + 2 * 24 * 9 * 11].view(2, 24, 9, 11)
+        problem = problem_from_arguments(x, weight, None, 1, 1)
+        with tileconv.poison_outputs():
+            out = conv2d_problem(problem, x, weight, None, None)
+        ref = tileconv.conv2d_reference(x, weight, None, padding=1)
+        assert_conv_close(out, ref, tolerance(problem), context=f"input offset {offset} elements")
