@@ -18,6 +18,7 @@ class _FakeCompiled:
         self.log = log
 
     def __getitem__(self, grid):
+        assert len(grid) == 3, "Triton's compiled-kernel launcher reads grid[0], grid[1] and grid[2]"
         return lambda *args: self.log.append(("compiled", grid, args))
 
 
@@ -50,11 +51,11 @@ def test_repeat_launch_passes_every_argument_in_order(compiled_launches):
     fast_launch.launch(kernel, (4,), x, 32, num_warps=4)
     fast_launch.launch(kernel, (5,), x, 48, num_warps=4)  # same specialisation: 48 % 16 == 0
     assert [entry[0] for entry in kernel.log] == ["jit", "compiled"]
-    assert kernel.log[1] == ("compiled", (5,), (x, 48, 7))  # the constexpr's default is passed too
+    assert kernel.log[1] == ("compiled", (5, 1, 1), (x, 48, 7))  # the constexpr's default is passed too
     fast_launch.launch(kernel, (5,), x, 48, FLAG=3, num_warps=4)
     assert kernel.log[-1][0] == "jit"  # a new constexpr value: Triton decides
     fast_launch.launch(kernel, (6,), x, 64, FLAG=3, num_warps=4)
-    assert kernel.log[-1] == ("compiled", (6,), (x, 64, 3))
+    assert kernel.log[-1] == ("compiled", (6, 1, 1), (x, 64, 3))
 
 
 @pytest.mark.parametrize("change", ["int_one", "int_not_16", "misaligned", "dtype", "option"])

@@ -63,10 +63,12 @@ def swizzle_tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
 def output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w):
     """Flat output-pixel indices m = (n*P + p)*Q + q -> (n, p, q), and the input corner
     (p*U - pad_h, q*V - pad_w) where each pixel's filter window starts."""
-    n_idx = offs_m // (P * Q)
-    pq = offs_m % (P * Q)
-    p_idx = pq // Q
-    q_idx = pq % Q
+    # Decoded without forming P*Q: that product is 32-bit and passes 2**31 on a 46400 x
+    # 46400 output even when offs_m itself is int64 (found by the int64 GPU test).
+    rows = offs_m // Q
+    q_idx = offs_m - rows * Q
+    n_idx = rows // P
+    p_idx = rows - n_idx * P
     return n_idx, p_idx, q_idx, p_idx * stride_h - pad_h, q_idx * stride_w - pad_w
 
 

@@ -59,5 +59,6 @@ def launch(kernel, grid: tuple, *args: object, **kwargs: object):
         _plans[key] = (compiled, tail)
         return compiled
     compiled, tail = plan
-    compiled[grid](*args, *(kwargs.get(name, default) for name, default in tail))
+    # The compiled kernel's launcher reads all three grid dimensions.
+    compiled[(*grid, 1, 1)[:3]](*args, *(kwargs.get(name, default) for name, default in tail))
     return compiled

@@ -97,10 +97,10 @@ def conv2d_wgrad_kernel(
     for m0 in range(0, CHUNK, BLOCK_K):
         m = start + m0 + offs_pix
         mask_pix = m < end
-        n_idx = m // (P * Q)
-        pq = m % (P * Q)
-        p = pq // Q
-        q = pq % Q
+        rows = m // Q  # no P*Q product: it would be 32-bit (see common.output_pixels)
+        q = m - rows * Q
+        n_idx = rows // P
+        p = rows - n_idx * P
         a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
                     mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
         ih = (p * stride_h - pad_h)[:, None] + (r * dil_h)[None, :]
@@ -161,10 +161,10 @@ def conv2d_wgrad_depthwise_kernel(
     for m0 in range(0, CHUNK, BLOCK_M):
         m = start + m0 + offs_pix
         mask_pix = m < end
-        n_idx = m // (P * Q)
-        pq = m % (P * Q)
-        p = pq // Q
-        q = pq % Q
+        rows = m // Q  # no P*Q product: it would be 32-bit (see common.output_pixels)
+        q = m - rows * Q
+        n_idx = rows // P
+        p = rows - n_idx * P
         ih = p * stride_h - pad_h + r * dil_h
         iw = q * stride_w - pad_w + s * dil_w
         in_bounds = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
