@@ -361,6 +361,17 @@ CONFIG_CASES = [
          config=LaunchConfig(32, 16, 16, 1, 4, 3)),
     Case(1, 40, 6, 5, 12, 1, 1, dtype="bf16", layout="nhwc", residual=True, activation="relu",
          algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 4, 2, 2)),
+    # split-K: 3x3 x 3 channel steps = 27 steps in 2 and in 4 ranges (the last one short),
+    # the fused epilogue applied once the partial sums are in; NCHW and NHWC outputs; a split
+    # count larger than the steps (empty ranges write zeros); 1x1 with a channel tail.
+    Case(2, 40, 5, 6, 20, 3, 3, padding=1, dtype="fp16", bias=True, residual=True, activation="relu",
+         algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 4, 4, 2, split_k=2)),
+    Case(1, 40, 5, 4, 24, 3, 3, stride=2, padding=1, dtype="fp32", layout="nhwc", activation="silu",
+         algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 4, 4, 2, split_k=4)),
+    Case(2, 16, 3, 5, 12, 1, 1, dtype="bf16", layout="nhwc", bias=True,
+         algo="implicit_gemm", config=LaunchConfig(32, 16, 16, 4, 4, 2, split_k=3)),
+    Case(1, 24, 4, 4, 16, 1, 1, dtype="fp16", residual=True,
+         algo="implicit_gemm", config=LaunchConfig(16, 16, 16, 4, 4, 2, split_k=3)),
     # grouped: C/g = 36 in 16-channel steps, K/g = 18 with a 16-wide N tile (tail of 2).
     Case(2, 72, 5, 7, 36, 3, 1, padding=(1, 0), groups=2, dtype="fp32", algo="implicit_gemm",
          config=LaunchConfig(16, 16, 16, 2, 4, 1)),

@@ -49,16 +49,16 @@ def test_repeat_launch_passes_every_argument_in_order(compiled_launches):
     kernel = _FakeKernel()
     x = torch.zeros(8)
     fast_launch.launch(kernel, (4,), x, 32, num_warps=4)
-    fast_launch.launch(kernel, (5,), x, 48, num_warps=4)  # same specialisation: 48 % 16 == 0
+    fast_launch.launch(kernel, (5,), x + 1, 32, num_warps=4)  # another tensor, same dtype and alignment
     assert [entry[0] for entry in kernel.log] == ["jit", "compiled"]
-    assert kernel.log[1] == ("compiled", (5, 1, 1), (x, 48, 7))  # the constexpr's default is passed too
-    fast_launch.launch(kernel, (5,), x, 48, FLAG=3, num_warps=4)
+    assert kernel.log[1][1] == (5, 1, 1) and kernel.log[1][2][1:] == (32, 7)  # the constexpr's default too
+    fast_launch.launch(kernel, (5,), x, 32, FLAG=3, num_warps=4)
     assert kernel.log[-1][0] == "jit"  # a new constexpr value: Triton decides
-    fast_launch.launch(kernel, (6,), x, 64, FLAG=3, num_warps=4)
-    assert kernel.log[-1] == ("compiled", (6, 1, 1), (x, 64, 3))
+    fast_launch.launch(kernel, (6,), x, 32, FLAG=3, num_warps=4)
+    assert kernel.log[-1] == ("compiled", (6, 1, 1), (x, 32, 3))
 
 
-@pytest.mark.parametrize("change", ["int_one", "int_not_16", "misaligned", "dtype", "option"])
+@pytest.mark.parametrize("change", ["int_one", "int_not_16", "int_other_multiple_of_16", "misaligned", "dtype", "option"])
 def test_any_specialisation_change_goes_to_triton(compiled_launches, change: str):
     kernel = _FakeKernel()
     x = torch.zeros(16)
@@ -68,6 +68,8 @@ def test_any_specialisation_change_goes_to_triton(compiled_launches, change: str
         args[1] = 1
     elif change == "int_not_16":
         args[1] = 33
+    elif change == "int_other_multiple_of_16":  # same specialisation for Triton, still a new key
+        args[1] = 48
     elif change == "misaligned":
         args[0] = x[1:]  # 4 bytes past a 16-byte boundary
     elif change == "dtype":

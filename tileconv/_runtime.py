@@ -14,4 +14,4 @@ def kernel_strides(tensor) -> tuple[int, ...]:
     [K, C, 1, 1] weight; a kernel computing ``r * stride_r`` with such a 1 cannot prove
     the address 16-byte aligned and falls back to 2-byte loads (seen in the SASS of the
     1x1 convolutions), while Triton marks 0 as divisible by 16."""
-    return tuple(0 if size == 1 else stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True))
+    return tuple([0 if size == 1 else stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)])

@@ -224,6 +224,17 @@ def _check_tensor(name: str, t: torch.Tensor, like: torch.Tensor | None = None) 
             raise RuntimeError(f"{name}.device={t.device} does not match input.device={like.device}")
 
 
+# problem_from_arguments is called on every tileconv.conv2d; a model calls it with the
+# same arguments again and again. Validated problems are kept by everything validation
+# looked at, so a repeat skips the checks and reuses the instance (and its cached sizes).
+_VALIDATED: dict[tuple, ConvProblem] = {}
+_VALIDATED_LIMIT = 4096
+
+
+def _tensor_key(t: object) -> object:
+    return None if t is None else (type(t), t.shape, t.stride(), t.dtype, t.device)
+
+
 def problem_from_arguments(
     input: torch.Tensor,
     weight: torch.Tensor,
@@ -239,7 +250,39 @@ def problem_from_arguments(
 
     Every rule of ``torch.nn.functional.conv2d`` is checked here, with an error that names
     the argument and its value; nothing is allocated or launched before this returns.
+    Arguments seen before (same shapes, strides, dtypes, devices and options) return the
+    problem validated then.
     """
+    if torch.compiler.is_compiling():
+        # Traced once per graph by torch.compile, which would otherwise guard on the memo's
+        # whole (growing) contents; validation is cheap to trace.
+        return _validate_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
+    try:
+        key = (_tensor_key(input), _tensor_key(weight), _tensor_key(bias), _tensor_key(residual),
+               stride, padding, dilation, groups, activation, torch.backends.cudnn.allow_tf32)
+        known = _VALIDATED.get(key)
+    except (AttributeError, TypeError):  # not tensors, or unhashable argument forms: validate
+        key = known = None
+    if known is not None:
+        return known
+    problem = _validate_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
+    if key is not None and len(_VALIDATED) < _VALIDATED_LIMIT:
+        _VALIDATED[key] = problem
+    return problem
+
+
+def _validate_arguments(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride: IntPair = 1,
+    padding: PaddingArg = 0,
+    dilation: IntPair = 1,
+    groups: int = 1,
+    activation: ActivationArg = None,
+    residual: torch.Tensor | None = None,
+) -> ConvProblem:
+    """:func:`problem_from_arguments` without the memo: every check, every time."""
     _check_tensor("input", input)
     _check_tensor("weight", weight, input)
     if input.dim() != 4:

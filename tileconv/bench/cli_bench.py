@@ -6,6 +6,7 @@ Examples::
     python -m tileconv bench --suite resnet50 --epilogue bias_add_relu
     python -m tileconv bench --suite all --algo all --json benchmarks/results/ --plot benchmarks/results/
     python -m tileconv bench --suite vae --against cudnn,compile
+    python -m tileconv bench --host-cost --suite resnet50       # CPU cost a call; launch-bound rows?
 
 Exit code 0 when every row matched the reference, 1 when one did not (or failed to run).
 Without a GPU it runs a short correctness demo through the Triton interpreter instead.
@@ -41,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "PyTorch beside tileconv.convert(fuse=False), bf16 autocast, SGD, fixed random data: "
                              "loss curves, their difference against PyTorch's own spread, median step time "
                              "(--batch default 32)")
+    parser.add_argument("--host-cost", action="store_true",
+                        help="CPU cost of a call (tileconv vs F.conv2d, 1000 calls on a tiny problem) and, per row "
+                             "of --suite, event timing against CUDA-graph replay (is the row launch-bound?)")
     parser.add_argument("--steps", type=positive_int, default=None, help="--train: training steps (default 200)")
     parser.add_argument("--lr", type=float, default=None, help="--train: SGD learning rate (default 0.1 * batch / 256)")
     add_measurement_arguments(parser)
@@ -70,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         from .train import run_train_bench
 
         return run_train_bench(args)
+    if getattr(args, "host_cost", False) and torch.cuda.is_available():
+        from .host import run_host_cost
+
+        return run_host_cost(args)
     if not torch.cuda.is_available():
         from .demo import run_demo
 

@@ -149,6 +149,13 @@ def reduction_slice(problem: ConvProblem, config: LaunchConfig) -> int:
     return problem.c_per_group * (problem.s if getattr(config, "fuse_sc", 0) else 1)
 
 
+def reduction_steps(problem: ConvProblem, config: LaunchConfig, block_k: int) -> int:
+    """Main-loop steps of one tile. Pipeline stages past steps + 1 only hold shared memory
+    that could host another block (a 1x1 layer with C = 64 has one step)."""
+    taps = problem.r if getattr(config, "fuse_sc", 0) else problem.r * problem.s
+    return taps * triton.cdiv(reduction_slice(problem, config), block_k)
+
+
 def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
     """Bytes of the operand ring: num_stages copies of an A (BM x BK) and a B (BK x BN) tile."""
     tile = config.block_m * config.block_k + config.block_k * config.block_n
@@ -178,7 +185,7 @@ def _fit_gemm(
     if block_m * block_n <= 64 * 64:
         num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
     config = replace(start, block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
-                     num_warps=num_warps, num_stages=num_stages)
+                     num_warps=num_warps, num_stages=min(num_stages, reduction_steps(problem, start, block_k) + 1))
     while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
         config = replace(config, num_stages=config.num_stages - 1)
     if implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
@@ -220,11 +227,40 @@ def gemm_candidates(
     fitted = [config for config in (_fit_gemm(gemm, start, b, limits) for b in base) if config is not None]
     unique = list(dict.fromkeys(fitted))
     # Stable sort: equal scores keep the base list's (measured) order.
-    return sorted(unique, key=lambda config: -_gemm_score(gemm, config, limits))
+    ranked = sorted(unique, key=lambda config: -_gemm_score(gemm, config, limits))
+    split = _split_k_candidates(gemm, start, limits) if algorithm == "implicit_gemm" else []
+    return list(dict.fromkeys(ranked[:1] + split + ranked[1:]))
+
+
+# Split-K is tried where a dense problem has fewer 128x128 tiles than SMs and a reduction
+# of at least this many steps; each split keeps at least SPLIT_K_MIN_STEPS of them.
+SPLIT_K_MIN_STEPS = 4
+_SPLIT_K_BASE: tuple[tuple[int, int, int, int, int], ...] = ((64, 128, 64, 4, 4), (128, 128, 64, 8, 4))
+
+
+def _split_k_candidates(problem: ConvProblem, start: LaunchConfig, limits: DeviceLimits) -> list[LaunchConfig]:
+    """Split-K variants for dense problems too small in N*P*Q x K to fill the GPU with
+    tiles (ResNet-50's 7x7 and 14x14 layers at batch 32), best guesses first."""
+    if problem.groups != 1 or start.fuse_sc:
+        return []
+    tiles = triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.gemm_n, 128)
+    configs = []
+    for base in _SPLIT_K_BASE:
+        config = _fit_gemm(problem, start, base, limits)
+        if config is None or tiles >= limits.num_sms:
+            continue
+        steps = reduction_steps(problem, config, config.block_k)
+        configs += [replace(config, split_k=k) for k in (2, 4) if steps // k >= SPLIT_K_MIN_STEPS]
+    return configs
 
 
 def implicit_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     return gemm_candidates(problem, limits, "implicit_gemm")
+
+
+def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """The implicit GEMM's tiles, without split-K (the TMA kernel has none)."""
+    return [config for config in gemm_candidates(problem, limits, "implicit_gemm") if config.split_k == 1]
 
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -275,7 +311,7 @@ def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = Non
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
     "implicit_gemm": implicit_gemm_candidates,
     # The TMA GEMM has the same tiles and shared-memory ring as the implicit GEMM.
-    "gemm_1x1": implicit_gemm_candidates,
+    "gemm_1x1": gemm_1x1_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "depthwise": depthwise_candidates,
     "direct": direct_candidates,

@@ -94,6 +94,11 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return LaunchConfig(block_m=256, block_n=128, block_k=block_k, group_m=8, num_warps=8, num_stages=3)
     num_warps = 8 if block_m * block_n >= 128 * 128 else 4
     stages = 3 if block_n >= 256 or not wide else 4
+    # No more stages than steps + 1: the rest would only hold shared memory that another
+    # block could use (a 1x1 layer with C = 64 has one step).
+    steps = (problem.r if fuse_sc else problem.r * problem.s) * triton.cdiv(
+        problem.c_per_group * (problem.s if fuse_sc else 1), block_k)
+    stages = max(2, min(stages, steps + 1))
     return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
                         num_warps=num_warps, num_stages=stages, fuse_sc=fuse_sc)
 

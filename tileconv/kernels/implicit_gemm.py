@@ -44,6 +44,7 @@ def conv2d_implicit_gemm_kernel(
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,  # activation parameters (tileconv.epilogue.Activation)
     R, S,  # filter size
+    ws_ptr,  # split-K only: fp32 partial sums [SPLIT_K, N*P*Q, K] (else never read)
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FUSE_SC: tl.constexpr,  # reduce over (s, c) jointly per filter row: for few channels
@@ -56,7 +57,13 @@ def conv2d_implicit_gemm_kernel(
     # one group by the zeros of another; tiles that read a non-finite input are redone
     # exactly, group by group, so that NaN/Inf spread as in PyTorch and no further.
     SUB_C: tl.constexpr = 0, SUB_K: tl.constexpr = 0,
+    # Split-K: grid axis 1 cuts the reduction into SPLIT_K contiguous ranges; each program
+    # writes its fp32 partial tile to ws_ptr and splitk_epilogue_kernel sums them and
+    # applies the epilogue. For small N*P*Q with long reductions (too few tiles to fill
+    # the GPU). Dense (groups = 1) problems only, without FUSE_SC.
+    SPLIT_K: tl.constexpr = 1,
 ):
+    tl.static_assert(SPLIT_K == 1 or (not FUSE_SC and SUB_K == 0), "split-K runs the plain channel loop only")
     if INT64:  # N*P*Q itself may pass 2**31
         M = N.to(tl.int64) * P * Q
     else:
@@ -127,7 +134,17 @@ def conv2d_implicit_gemm_kernel(
             tap_r = tl.full((), 0, tl.int32)
             tap_s = tl.full((), 0, tl.int32)
         c0 = tl.full((), 0, tl.int32)
-        for _ in range(0, R * S * tl.cdiv(C_PER_GROUP, BLOCK_K)):
+        c_blocks = tl.cdiv(C_PER_GROUP, BLOCK_K)
+        steps = R * S * c_blocks
+        if SPLIT_K > 1:  # this program's share of the (tap, channel block) steps
+            per_split = tl.cdiv(steps, SPLIT_K)
+            first = tl.program_id(1) * per_split
+            steps = tl.maximum(tl.minimum(steps - first, per_split), 0)
+            tap = first // c_blocks
+            c0 += (first - tap * c_blocks) * BLOCK_K
+            tap_r += tap // S
+            tap_s += tap - (tap // S) * S
+        for _ in range(0, steps):
             dh = tap_r * dil_h
             dw = tap_s * dil_w
             ih = ih0 + dh
@@ -179,10 +196,45 @@ def conv2d_implicit_gemm_kernel(
                                      mask=mask_n, other=0.0)
                         acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
 
+    if SPLIT_K > 1:  # partial sums only: the epilogue runs once they are all in
+        # groups = 1 here (the launcher's rule): a row of the workspace is K_PER_GROUP = K.
+        ws_offs = (tl.program_id(1).to(tl.int64) * M + offs_m)[:, None] * K_PER_GROUP + offs_n[None, :]
+        tl.store(ws_ptr + ws_offs, acc, mask=mask_m[:, None] & mask_n[None, :])
+        return
+
     # Epilogue on the fp32 accumulator: + bias, + residual, activation, one store.
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m,
         group * K_PER_GROUP + offs_n, mask_n,
+        stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+        alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
+    )
+
+
+@triton.jit(do_not_specialize=["M", "P", "Q"])
+def splitk_epilogue_kernel(
+    ws_ptr,  # fp32 partial sums [SPLIT_K, M, K] of conv2d_implicit_gemm_kernel
+    out_ptr, bias_ptr, res_ptr,
+    M, K, P, Q,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Sum the SPLIT_K partial tiles (in a fixed order: deterministic) and apply the shared
+    epilogue, as the implicit GEMM's own store would have."""
+    offs_m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_m = offs_m < M
+    mask_n = offs_n < K
+    mask = mask_m[:, None] & mask_n[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for split in range(0, SPLIT_K):
+        acc += tl.load(ws_ptr + (M.to(tl.int64) * split + offs_m)[:, None] * K + offs_n[None, :], mask=mask, other=0.0)
+    n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
+    store_output_tile(
+        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, mask_n,
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
         alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
@@ -20,8 +19,14 @@ from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
 from .fast_launch import launch
 from .gemm_1x1 import conv1x1_tma_kernel
-from .implicit_gemm import conv2d_implicit_gemm_kernel
+from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .weights import block_diagonal_weight, channel_minor_weight, channels_last_weight
+
+SPLIT_K_EPILOGUE_TILE = 64  # the split-K epilogue's tile: 64 pixels x 64 output channels
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)  # triton.cdiv costs microseconds a call on the host (a constexpr_function)
 
 
 def _shared_arguments(
@@ -66,15 +71,22 @@ def launch_implicit_gemm(
     """Run :func:`conv2d_implicit_gemm_kernel` over the whole output; returns the
     compiled kernel (its ``asm`` holds the PTX and cubin for inspection).
     ``sub_groups``: (C/g, K/g) of the groups merged into ``problem``'s (grouped_gemm)."""
+    split_k = config.split_k
+    if split_k > 1 and (problem.groups != 1 or config.fuse_sc or sub_groups != (0, 0)):
+        raise ValueError(f"config split_k={split_k} needs a dense problem (groups=1) without fuse_sc; "
+                         f"got groups={problem.groups}, fuse_sc={config.fuse_sc}")
     if problem.r * problem.s > 1:
         # B-tile rows run along C; in an NCHW weight they would lie R*S elements apart.
         weight = channels_last_weight(weight)
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
-    grid = (triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.gemm_n, config.block_n) * problem.groups,)
+    grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.gemm_n, config.block_n) * problem.groups, split_k)
     fp32 = problem.dtype == torch.float32
-    return launch(conv2d_implicit_gemm_kernel, grid,
+    workspace = out
+    if split_k > 1:
+        workspace = torch.empty((split_k, problem.gemm_m, problem.k), device=out.device, dtype=torch.float32)
+    compiled = launch(conv2d_implicit_gemm_kernel, grid,
         *args, problem.c_per_group, problem.k_per_group, *geometry,
-        **constexprs,
+        **constexprs, ws_ptr=workspace, SPLIT_K=split_k,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         GROUP_M=config.group_m, FUSE_SC=bool(config.fuse_sc),
         EVEN_C=problem.c_per_group % config.block_k == 0,
@@ -83,6 +95,17 @@ def launch_implicit_gemm(
         SUB_C=sub_groups[0], SUB_K=sub_groups[1],
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
+    if split_k > 1:
+        res = residual if residual is not None else out
+        launch(splitk_epilogue_kernel, (_cdiv(problem.gemm_m, SPLIT_K_EPILOGUE_TILE), _cdiv(problem.k, SPLIT_K_EPILOGUE_TILE)),
+               workspace, out, bias if bias is not None else out, res,
+               problem.gemm_m, problem.k, problem.out_h, problem.out_w,
+               *kernel_strides(out), *kernel_strides(res),
+               problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
+               ACTIVATION=problem.epilogue.activation.code, HAS_BIAS=bias is not None,
+               HAS_RESIDUAL=residual is not None, SPLIT_K=split_k,
+               BLOCK_M=SPLIT_K_EPILOGUE_TILE, BLOCK_N=SPLIT_K_EPILOGUE_TILE, num_warps=4)
+    return compiled
 
 
 def gemm_1x1_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -112,6 +135,8 @@ def launch_gemm_1x1(
     """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input. A
     tensor whose start is not 16-byte aligned (a sliced view) cannot be described for the
     copy engine; it runs on the implicit GEMM instead, with the same result."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
     b2d = weight.reshape(problem.k, problem.c)
     if a2d.data_ptr() % 16 or b2d.data_ptr() % 16 or not b2d.is_contiguous():
@@ -119,9 +144,9 @@ def launch_gemm_1x1(
     a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     res = residual if residual is not None else out
-    grid = (triton.cdiv(problem.gemm_m, config.block_m) * triton.cdiv(problem.k, config.block_n),)
+    grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.k, config.block_n),)
     fp32 = problem.dtype == torch.float32
-    return launch(conv1x1_tma_kernel, grid,
+    return conv1x1_tma_kernel[grid](  # TMA descriptors: Triton's own launch
         a_desc, b_desc, out, bias if bias is not None else out, res,
         problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
         *kernel_strides(out), *kernel_strides(res),
@@ -148,7 +173,7 @@ def launch_direct(
     """Run :func:`conv2d_direct_kernel` over the whole output; returns the compiled kernel."""
     weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
-    grid = (triton.cdiv(problem.gemm_m, config.block_m), triton.cdiv(problem.k, config.block_n))
+    grid = (_cdiv(problem.gemm_m, config.block_m), _cdiv(problem.k, config.block_n))
     return launch(conv2d_direct_kernel, grid,
         *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
@@ -173,8 +198,8 @@ def launch_depthwise(
     block_q = min(config.block_k, config.block_m)
     block_p = config.block_m // block_q
     grid = (
-        problem.n * triton.cdiv(problem.out_h, block_p) * triton.cdiv(problem.out_w, block_q),
-        triton.cdiv(problem.k, config.block_n),
+        problem.n * _cdiv(problem.out_h, block_p) * _cdiv(problem.out_w, block_q),
+        _cdiv(problem.k, config.block_n),
     )
     return launch(conv2d_depthwise_kernel, grid,
         *args, problem.k, *geometry, **constexprs,

@@ -1,0 +1,112 @@
+"""``python -m tileconv bench --host-cost``: what a call costs the CPU, and whether the
+benchmark's small rows measure the GPU or the host.
+
+1. Host cost: ``tileconv.conv2d`` and ``F.conv2d`` on a tiny problem (1x16x8x8 -> 16,
+   3x3), each called 1000 times back to back on an already-seen shape; CPU time of the
+   calling thread per call (``time.thread_time``) and wall time per call.
+2. Launch-bound check: for every row of ``--suite``, tileconv's event timing (the
+   benchmark's own :func:`~tileconv.bench.timing.bench_us`) against the same call replayed
+   from a CUDA graph (no host work at all, same cold L2). A row whose event time exceeds
+   its graph time by more than 10% is measuring the host: the table flags it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+CALLS = 1000
+LAUNCH_BOUND_RATIO = 1.10
+
+
+def _host_cost(fn, calls: int = CALLS) -> tuple[float, float]:
+    """(CPU us, wall us) per call of ``fn`` over ``calls`` back-to-back calls."""
+    import torch
+
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    cpu0, wall0 = time.thread_time(), time.perf_counter()
+    for _ in range(calls):
+        fn()
+    cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
+    torch.cuda.synchronize()
+    return cpu / calls * 1e6, wall / calls * 1e6
+
+
+def _graph_us(fn) -> float:
+    """``fn`` captured once in a CUDA graph, replayed under the benchmark's timer."""
+    import torch
+
+    from .timing import bench_us
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()  # warm-up outside the capture (compilation, caches)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return bench_us(graph.replay)
+
+
+def run_host_cost(args: argparse.Namespace) -> int:
+    """Print both measurements (and write them as JSON with ``--json``)."""
+    import torch
+    import torch.nn.functional as F
+
+    import tileconv
+
+    from ..functional import conv2d_problem
+    from ..testing import random_inputs
+    from .options import DTYPES
+    from .report import make_console, output_path
+    from .suites import get_suite
+    from .timing import bench_us, environment, environment_line
+
+    console = make_console()
+    env = environment()
+    console.print(environment_line(env))
+    dtype, allow_tf32 = DTYPES[args.dtype]
+    fmt = torch.channels_last if args.layout == "nhwc" else torch.contiguous_format
+    x = torch.randn(1, 16, 8, 8, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+    w = torch.randn(16, 16, 3, 3, device="cuda", dtype=dtype) / 12
+    costs = {
+        "tileconv.conv2d": _host_cost(lambda: tileconv.conv2d(x, w, None, 1, 1)),
+        "F.conv2d": _host_cost(lambda: F.conv2d(x, w, None, 1, 1)),
+    }
+    for name, (cpu, wall) in costs.items():
+        console.print(f"host cost, {name:16s} 1x16x8x8 -> 16, 3x3: {cpu:6.1f} us CPU, {wall:6.1f} us wall per call "
+                      f"({CALLS} calls)")
+
+    from rich.table import Table
+
+    table = Table(title=f"event timing vs CUDA-graph replay, suite {args.suite} ({args.dtype}, {args.layout})")
+    for column in ("case", "events us", "graph us", "events / graph", "launch-bound"):
+        table.add_column(column, justify="left" if column == "case" else "right")
+    rows = []
+    for case in get_suite(args.suite):
+        problem = case.problem(dtype, args.layout, args.epilogue, args.batch, allow_tf32)
+        inputs = random_inputs(problem, "cuda", seed=0)
+
+        def call(problem=problem, inputs=inputs):
+            return conv2d_problem(problem, inputs.x, inputs.weight, inputs.bias, inputs.residual)
+
+        events, graph = bench_us(call), _graph_us(call)
+        bound = events > LAUNCH_BOUND_RATIO * graph
+        rows.append({"case": case.name, "events_us": events, "graph_us": graph, "launch_bound": bound})
+        table.add_row(case.name, f"{events:.1f}", f"{graph:.1f}", f"{events / graph:.2f}",
+                      "[red]yes[/]" if bound else "no")
+    console.print(table)
+    bound_rows = sum(r["launch_bound"] for r in rows)
+    console.print(f"{bound_rows} of {len(rows)} rows launch-bound (events > {LAUNCH_BOUND_RATIO:.2f} x graph)")
+    if args.json:
+        path = output_path(args.json, env.get("device_slug", "unknown"), f"host-cost-{args.suite}", ".json")
+        payload = {"env": env, "calls": CALLS,
+                   "host_cost_us": {name: {"cpu": cpu, "wall": wall} for name, (cpu, wall) in costs.items()},
+                   "rows": [dict(r, suite="host", pass_="fwd") for r in rows]}
+        path.write_text(json.dumps(payload, indent=2) + "\n")
+        console.print(f"wrote {path}")
+    return 0
