@@ -34,7 +34,7 @@ class _FakeKernel:
 
     def __getitem__(self, grid):
         def call(*args, **kwargs):
-            self.log.append(("jit", grid, args, kwargs))
+            self.log.append(("jit", grid, args, tuple(kwargs)))  # names only: keep no tensor alive
             return _FakeCompiled(self.log)
         return call
 
@@ -56,6 +56,25 @@ def test_repeat_launch_passes_every_argument_in_order(compiled_launches):
     assert kernel.log[-1][0] == "jit"  # a new constexpr value: Triton decides
     fast_launch.launch(kernel, (6,), x, 32, FLAG=3, num_warps=4)
     assert kernel.log[-1] == ("compiled", (6, 1, 1), (x, 32, 3))
+
+
+def test_tensor_keyword_arguments_are_keyed_by_dtype_and_alignment_only(compiled_launches):
+    """A workspace passed by keyword is a new tensor every call: it must hit the plan, and
+    the plan must not keep it alive (a key holding tensors leaked every output on a GPU)."""
+    import gc
+    import weakref
+
+    kernel = _FakeKernel()
+    x = torch.zeros(8)
+    first = torch.zeros(4)
+    fast_launch.launch(kernel, (1,), x, 32, FLAG=first)
+    alive = weakref.ref(first)
+    del first
+    gc.collect()
+    assert alive() is None, "the launch cache keeps a keyword tensor alive"
+    second = torch.zeros(4)
+    fast_launch.launch(kernel, (1,), x, 32, FLAG=second)
+    assert kernel.log[-1][0] == "compiled" and kernel.log[-1][2][2] is second
 
 
 @pytest.mark.parametrize("change", ["int_one", "int_not_16", "int_other_multiple_of_16", "misaligned", "dtype", "option"])

@@ -33,9 +33,11 @@ def launch(kernel, grid: tuple, *args: object, **kwargs: object):
         return kernel[grid](*args, **kwargs)
     # One comprehension, no call per argument: this key is the whole cost of a repeat.
     # Values are a finer key than Triton's own (a multiple of 16, a 1), never a coarser one.
+    # Tensors enter the key as (dtype, alignment) only, positional or keyword: a tensor
+    # object in the key would never match again and would be kept alive by the cache.
     key = (kernel, torch.cuda.current_device() if torch.cuda.is_initialized() else None,
            *[(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else a for a in args],
-           *kwargs.items())
+           *[(k, (v.dtype, v.data_ptr() % 16 == 0) if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()])
     plan = _plans.get(key)
     if plan is None:
         compiled = kernel[grid](*args, **kwargs)
