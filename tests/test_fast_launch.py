@@ -77,6 +77,19 @@ def test_tensor_keyword_arguments_are_keyed_by_dtype_and_alignment_only(compiled
     assert kernel.log[-1][0] == "compiled" and kernel.log[-1][2][2] is second
 
 
+def test_counts_and_bounded_table(compiled_launches, monkeypatch):
+    """stats() tells hits from misses; the plan table starts over past MAX_PLANS entries."""
+    monkeypatch.setattr(fast_launch, "_counts", {"hits": 0, "misses": 0})
+    monkeypatch.setattr(fast_launch, "MAX_PLANS", 3)
+    kernel = _FakeKernel()
+    x = torch.zeros(8)
+    for n in (16, 16, 32, 48, 64, 64):
+        fast_launch.launch(kernel, (1,), x, n)
+    counts = fast_launch.stats()
+    assert (counts["hits"], counts["misses"]) == (2, 4)
+    assert counts["plans"] <= 3
+
+
 @pytest.mark.parametrize("change", ["int_one", "int_not_16", "int_other_multiple_of_16", "misaligned", "dtype", "option"])
 def test_any_specialisation_change_goes_to_triton(compiled_launches, change: str):
     kernel = _FakeKernel()

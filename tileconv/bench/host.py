@@ -73,10 +73,15 @@ def run_host_cost(args: argparse.Namespace) -> int:
     fmt = torch.channels_last if args.layout == "nhwc" else torch.contiguous_format
     x = torch.randn(1, 16, 8, 8, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
     w = torch.randn(16, 16, 3, 3, device="cuda", dtype=dtype) / 12
-    costs = {
-        "tileconv.conv2d": _host_cost(lambda: tileconv.conv2d(x, w, None, 1, 1)),
-        "F.conv2d": _host_cost(lambda: F.conv2d(x, w, None, 1, 1)),
-    }
+    from ..kernels import fast_launch
+
+    before = fast_launch.stats()
+    costs = {"tileconv.conv2d": _host_cost(lambda: tileconv.conv2d(x, w, None, 1, 1))}
+    after = fast_launch.stats()
+    costs["F.conv2d"] = _host_cost(lambda: F.conv2d(x, w, None, 1, 1))
+    launches = {k: after[k] - before[k] for k in ("hits", "misses")}
+    console.print(f"tileconv launches during those calls: {launches['hits']} from a launch plan, "
+                  f"{launches['misses']} through Triton's dispatch (plans held: {after['plans']})")
     for name, (cpu, wall) in costs.items():
         console.print(f"host cost, {name:16s} 1x16x8x8 -> 16, 3x3: {cpu:6.1f} us CPU, {wall:6.1f} us wall per call "
                       f"({CALLS} calls)")
@@ -104,7 +109,7 @@ def run_host_cost(args: argparse.Namespace) -> int:
     console.print(f"{bound_rows} of {len(rows)} rows launch-bound (events > {LAUNCH_BOUND_RATIO:.2f} x graph)")
     if args.json:
         path = output_path(args.json, env.get("device_slug", "unknown"), f"host-cost-{args.suite}", ".json")
-        payload = {"env": env, "calls": CALLS,
+        payload = {"env": env, "calls": CALLS, "launches": launches,
                    "host_cost_us": {name: {"cpu": cpu, "wall": wall} for name, (cpu, wall) in costs.items()},
                    "rows": [dict(r, suite="host", pass_="fwd") for r in rows]}
         path.write_text(json.dumps(payload, indent=2) + "\n")

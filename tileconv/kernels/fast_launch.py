@@ -22,6 +22,17 @@ import torch
 from .._runtime import INTERPRET
 
 _plans: dict[tuple, tuple] = {}
+# A key is built from argument values, so a caller whose values never repeat (every shape
+# different) would grow the table without bound: past this many plans it starts over.
+MAX_PLANS = 4096
+_counts = {"hits": 0, "misses": 0}
+
+
+def stats() -> dict[str, int]:
+    """Launches served from a plan ('hits') and through Triton's dispatch ('misses') since
+    the process started, and the plans held. ``bench --host-cost`` prints them: on a steady
+    workload the misses stop growing after the first call of each shape."""
+    return {**_counts, "plans": len(_plans)}
 
 
 def launch(kernel, grid: tuple, *args: object, **kwargs: object):
@@ -40,13 +51,17 @@ def launch(kernel, grid: tuple, *args: object, **kwargs: object):
            *[(k, (v.dtype, v.data_ptr() % 16 == 0) if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()])
     plan = _plans.get(key)
     if plan is None:
+        _counts["misses"] += 1
         compiled = kernel[grid](*args, **kwargs)
         if compiled is None or hasattr(compiled, "result"):  # nothing, or compiling asynchronously
             return compiled
         defaults = {p.name: p.default for p in kernel.params}
         tail = [(name, defaults[name]) for name in kernel.arg_names[len(args):]]
+        if len(_plans) >= MAX_PLANS:
+            _plans.clear()
         _plans[key] = (compiled, tail)
         return compiled
+    _counts["hits"] += 1
     compiled, tail = plan
     # The compiled kernel's launcher reads all three grid dimensions.
     compiled[(*grid, 1, 1)[:3]](*args, *[kwargs.get(name, default) for name, default in tail])
