@@ -226,13 +226,26 @@ def _check_tensor(name: str, t: torch.Tensor, like: torch.Tensor | None = None) 
 
 # problem_from_arguments is called on every tileconv.conv2d; a model calls it with the
 # same arguments again and again. Validated problems are kept by everything validation
-# looked at, so a repeat skips the checks and reuses the instance (and its cached sizes).
+# looked at, so a repeat skips the checks and reuses the instance.
 _VALIDATED: dict[tuple, ConvProblem] = {}
 _VALIDATED_LIMIT = 4096
 
 
 def _tensor_key(t: object) -> object:
     return None if t is None else (type(t), t.shape, t.stride(), t.dtype, t.device)
+
+
+def _memo_key(input, weight, bias, residual, stride, padding, dilation, groups, activation) -> tuple | None:
+    """What validation looks at, as a dict key; None under torch.compile (which would guard
+    on the memo's whole, growing contents; validation is cheap to trace) and for non-tensor
+    arguments: those are simply validated."""
+    if torch.compiler.is_compiling():
+        return None
+    try:
+        return (_tensor_key(input), _tensor_key(weight), _tensor_key(bias), _tensor_key(residual),
+                stride, padding, dilation, groups, activation, torch.backends.cudnn.allow_tf32)
+    except AttributeError:
+        return None
 
 
 def problem_from_arguments(
@@ -253,36 +266,13 @@ def problem_from_arguments(
     Arguments seen before (same shapes, strides, dtypes, devices and options) return the
     problem validated then.
     """
-    if torch.compiler.is_compiling():
-        # Traced once per graph by torch.compile, which would otherwise guard on the memo's
-        # whole (growing) contents; validation is cheap to trace.
-        return _validate_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
+    key = _memo_key(input, weight, bias, residual, stride, padding, dilation, groups, activation)
     try:
-        key = (_tensor_key(input), _tensor_key(weight), _tensor_key(bias), _tensor_key(residual),
-               stride, padding, dilation, groups, activation, torch.backends.cudnn.allow_tf32)
-        known = _VALIDATED.get(key)
-    except (AttributeError, TypeError):  # not tensors, or unhashable argument forms: validate
+        known = _VALIDATED.get(key) if key is not None else None
+    except TypeError:  # an unhashable argument form (a list): validated without the memo
         key = known = None
     if known is not None:
         return known
-    problem = _validate_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
-    if key is not None and len(_VALIDATED) < _VALIDATED_LIMIT:
-        _VALIDATED[key] = problem
-    return problem
-
-
-def _validate_arguments(
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    stride: IntPair = 1,
-    padding: PaddingArg = 0,
-    dilation: IntPair = 1,
-    groups: int = 1,
-    activation: ActivationArg = None,
-    residual: torch.Tensor | None = None,
-) -> ConvProblem:
-    """:func:`problem_from_arguments` without the memo: every check, every time."""
     _check_tensor("input", input)
     _check_tensor("weight", weight, input)
     if input.dim() != 4:
@@ -346,4 +336,6 @@ def _validate_arguments(
             raise ValueError(
                 f"residual must have the output's shape {problem.output_shape}, got {tuple(residual.shape)}"
             )
+    if key is not None and len(_VALIDATED) < _VALIDATED_LIMIT:
+        _VALIDATED[key] = problem
     return problem

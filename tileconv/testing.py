@@ -36,17 +36,22 @@ class ConvInputs:
     residual: torch.Tensor | None
 
 
-def random_inputs(problem: ConvProblem, device: str | torch.device = "cpu", seed: int | None = None) -> ConvInputs:
+def random_inputs(
+    problem: ConvProblem, device: str | torch.device = "cpu", seed: int | None = None, *, draw_on_device: bool = False,
+) -> ConvInputs:
     """Fresh random inputs (never zeros) for ``problem``: N(0, 1) input, weights scaled by
-    1/sqrt(C/g*R*S) so that outputs are O(1) whatever the reduction length."""
-    gen = torch.Generator(device="cpu")
+    1/sqrt(C/g*R*S) so that outputs are O(1) whatever the reduction length. Drawn on the
+    CPU and moved (the same numbers on every machine for a seed), or with
+    ``draw_on_device`` on ``device`` itself (the benchmark suites' inputs reach 100 MB,
+    which the CPU takes a while to draw)."""
+    gen = torch.Generator(device=device if draw_on_device else "cpu")
     if seed is not None:
         gen.manual_seed(seed)
     else:
         gen.seed()
 
     def randn(shape, scale=1.0):
-        return (torch.randn(shape, generator=gen, dtype=torch.float32) * scale).to(problem.dtype).to(device)
+        return (torch.randn(shape, generator=gen, dtype=torch.float32, device=gen.device) * scale).to(problem.dtype).to(device)
 
     fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
     x = randn(problem.input_shape).contiguous(memory_format=fmt)

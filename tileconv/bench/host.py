@@ -37,19 +37,11 @@ def _host_cost(fn, calls: int = CALLS) -> tuple[float, float]:
 
 def _graph_us(fn) -> float:
     """``fn`` captured once in a CUDA graph, replayed under the benchmark's timer."""
-    import torch
-
+    from .models import cuda_graph_call
     from .timing import bench_us
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()  # warm-up outside the capture (compilation, caches)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return bench_us(graph.replay)
+    replay, _ = cuda_graph_call(lambda _: fn(), None)
+    return bench_us(replay)
 
 
 def run_host_cost(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ import triton
 from ..kernels import ALGORITHMS, LaunchConfig
 from ..kernels.launch import group_pack_factor
 from ..problem import ConvProblem
-from .heuristics import MIN_TENSOR_CORE_DIM, choose_algorithm, default_config
+from .heuristics import MIN_TENSOR_CORE_DIM, choose_algorithm, default_config, reduction_steps, slice_length
 
 # Hopper (H100 SXM): 132 SMs, 227 KB of shared memory per block (opt-in). Used when the
 # device cannot be asked (CPU runs), so that tests see the lists an H100 gets.
@@ -144,16 +144,9 @@ def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
 
 
 def reduction_slice(problem: ConvProblem, config: LaunchConfig) -> int:
-    """Length of one reduction slice that block_k steps through: the group's channels, or
-    filter-row x channels when the config fuses (s, c)."""
-    return problem.c_per_group * (problem.s if getattr(config, "fuse_sc", 0) else 1)
-
-
-def reduction_steps(problem: ConvProblem, config: LaunchConfig, block_k: int) -> int:
-    """Main-loop steps of one tile. Pipeline stages past steps + 1 only hold shared memory
-    that could host another block (a 1x1 layer with C = 64 has one step)."""
-    taps = problem.r if getattr(config, "fuse_sc", 0) else problem.r * problem.s
-    return taps * triton.cdiv(reduction_slice(problem, config), block_k)
+    """Length of one reduction slice that ``config``'s block_k steps through (see
+    :func:`~tileconv.dispatch.heuristics.slice_length`)."""
+    return slice_length(problem, getattr(config, "fuse_sc", 0))
 
 
 def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
@@ -185,7 +178,7 @@ def _fit_gemm(
     if block_m * block_n <= 64 * 64:
         num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
     config = replace(start, block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
-                     num_warps=num_warps, num_stages=min(num_stages, reduction_steps(problem, start, block_k) + 1))
+                     num_warps=num_warps, num_stages=min(num_stages, reduction_steps(problem, start.fuse_sc, block_k) + 1))
     while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
         config = replace(config, num_stages=config.num_stages - 1)
     if implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
@@ -249,7 +242,7 @@ def _split_k_candidates(problem: ConvProblem, start: LaunchConfig, limits: Devic
         config = _fit_gemm(problem, start, base, limits)
         if config is None or tiles >= limits.num_sms:
             continue
-        steps = reduction_steps(problem, config, config.block_k)
+        steps = reduction_steps(problem, config.fuse_sc, config.block_k)
         configs += [replace(config, split_k=k) for k in (2, 4) if steps // k >= SPLIT_K_MIN_STEPS]
     return configs
 

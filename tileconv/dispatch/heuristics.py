@@ -46,6 +46,19 @@ def choose_algorithm(problem: ConvProblem) -> str:
     return "implicit_gemm"
 
 
+def slice_length(problem: ConvProblem, fuse_sc: int) -> int:
+    """Length of one reduction slice that block_k steps through: the group's channels, or
+    filter-row x channels when (s, c) are fused."""
+    return problem.c_per_group * (problem.s if fuse_sc else 1)
+
+
+def reduction_steps(problem: ConvProblem, fuse_sc: int, block_k: int) -> int:
+    """Main-loop steps of one implicit-GEMM tile. Pipeline stages past steps + 1 only hold
+    shared memory that could host another block (a 1x1 layer with C = 64 has one step)."""
+    taps = problem.r if fuse_sc else problem.r * problem.s
+    return taps * triton.cdiv(slice_length(problem, fuse_sc), block_k)
+
+
 def _pow2_between(value: int, low: int, high: int) -> int:
     return max(low, min(high, triton.next_power_of_2(max(value, 1))))
 
@@ -67,7 +80,7 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
             return LaunchConfig(block_m=64, block_n=_pow2_between(problem.k, 4, 32), num_warps=1)
         return LaunchConfig(
             block_m=32, block_n=_pow2_between(problem.gemm_n, 16, 32),
-            block_k=_pow2_between(problem.c_per_group * (problem.s if fuse_sc else 1), 16, 32),
+            block_k=_pow2_between(slice_length(problem, fuse_sc), 16, 32),
             num_warps=1, num_stages=1, fuse_sc=fuse_sc,
         )
     if algorithm == "direct":
@@ -77,7 +90,7 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     # Implicit GEMM. Measured on an H200 (dev probe, 2026-11-22): 128x256 tiles won on
     # seed000 (K=512), 128x128 on the VAE's K=512 at hw64, BN = K for K <= 128.
     wide = problem.itemsize == 2
-    block_k = _pow2_between(problem.c_per_group * (problem.s if fuse_sc else 1), 16, 64 if wide else 32)
+    block_k = _pow2_between(slice_length(problem, fuse_sc), 16, 64 if wide else 32)
     block_n = _pow2_between(problem.gemm_n, 16, 128)
     block_m = 128
     tiles = triton.cdiv(problem.gemm_m, block_m) * triton.cdiv(problem.gemm_n, block_n) * problem.groups
@@ -94,11 +107,7 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return LaunchConfig(block_m=256, block_n=128, block_k=block_k, group_m=8, num_warps=8, num_stages=3)
     num_warps = 8 if block_m * block_n >= 128 * 128 else 4
     stages = 3 if block_n >= 256 or not wide else 4
-    # No more stages than steps + 1: the rest would only hold shared memory that another
-    # block could use (a 1x1 layer with C = 64 has one step).
-    steps = (problem.r if fuse_sc else problem.r * problem.s) * triton.cdiv(
-        problem.c_per_group * (problem.s if fuse_sc else 1), block_k)
-    stages = max(2, min(stages, steps + 1))
+    stages = max(2, min(stages, reduction_steps(problem, fuse_sc, block_k) + 1))
     return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
                         num_warps=num_warps, num_stages=stages, fuse_sc=fuse_sc)
 

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from .._runtime import INTERPRET
 from ..kernels import ALGORITHMS, LaunchConfig
 from ..problem import ConvProblem
-from ..testing import ConvInputs, tolerance
+from ..testing import ConvInputs, random_inputs, tolerance
 from . import cache, clear_selection_cache
 from .candidates import DEFAULT_MAX_CANDIDATES, DeviceLimits, candidates
 
@@ -145,23 +145,6 @@ def _resolve_device(device: torch.device | str | int | None) -> torch.device:
 def _device_context(device: torch.device) -> contextlib.AbstractContextManager:
     """Make ``device`` current in this thread (worker threads start on GPU 0)."""
     return torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-
-
-def _inputs(problem: ConvProblem, device: torch.device, seed: int) -> ConvInputs:
-    """:func:`tileconv.testing.random_inputs`'s distribution, drawn on the device itself:
-    the suites' inputs reach 100 MB, which the CPU takes a while to draw."""
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed)
-
-    def randn(shape: tuple[int, ...], scale: float = 1.0) -> torch.Tensor:
-        return (torch.randn(shape, generator=gen, device=device) * scale).to(problem.dtype)
-
-    fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
-    x = randn(problem.input_shape).contiguous(memory_format=fmt)
-    weight = randn(problem.weight_shape, 1.0 / math.sqrt(problem.gemm_k))
-    bias = randn((problem.k,)) if problem.epilogue.has_bias else None
-    residual = randn(problem.output_shape).contiguous(memory_format=fmt) if problem.epilogue.has_residual else None
-    return ConvInputs(x, weight, bias, residual)
 
 
 def _reference(problem: ConvProblem, inputs: ConvInputs) -> torch.Tensor:
@@ -271,7 +254,7 @@ def _tune_one(
     start = time.perf_counter()
     key = cache.entry_key(problem, cache.device_name(device))
     result = TuneResult(problem, key, "failed")
-    inputs = _inputs(problem, device, seed)
+    inputs = random_inputs(problem, device, seed, draw_on_device=True)
     reference = _reference(problem, inputs)
     tol = tolerance(problem)
     cands = [_Candidate(name, config) for name, config in candidates(problem, limits, max_candidates)]

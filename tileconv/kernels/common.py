@@ -60,6 +60,17 @@ def swizzle_tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def pixel_count(N, P, Q, INT64: tl.constexpr):
+    """N*P*Q, the GEMM's M (or any N x rows x columns count): in int64 when ``INT64``, where
+    the product itself may pass 2**31."""
+    if INT64:
+        count = N.to(tl.int64) * P * Q
+    else:
+        count = N * P * Q
+    return count
+
+
+@triton.jit
 def output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w):
     """Flat output-pixel indices m = (n*P + p)*Q + q -> (n, p, q), and the input corner
     (p*U - pad_h, q*V - pad_w) where each pixel's filter window starts."""

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import torch
+
+from .._runtime import INT32_LIMIT, INTERPRET
+
 
 @dataclass(frozen=True)
 class LaunchConfig:
@@ -57,3 +61,18 @@ class BackwardConfig:
     @classmethod
     def from_dict(cls, data: dict) -> BackwardConfig:
         return cls(**{k: int(data[k]) for k in cls.__dataclass_fields__ if k in data})
+
+
+def dot_constexprs(problem) -> dict:
+    """``tl.dot``'s options for ``problem``'s kernels: TF32 for float32 exactly when PyTorch's
+    conv would use it (``problem.allow_tf32``), strict IEEE otherwise (ignored for 16-bit
+    inputs); under the interpreter bf16 tiles are upcast to fp32 first, its bf16 dot being
+    wrong."""
+    fp32 = problem.dtype == torch.float32
+    return dict(DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
+                UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16)
+
+
+def needs_int64(problem) -> bool:
+    """Whether some tensor of ``problem`` holds 2**31 elements or more: index in int64."""
+    return problem.max_elements >= INT32_LIMIT

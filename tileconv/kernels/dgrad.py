@@ -34,9 +34,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
+from .._runtime import INT32_LIMIT, kernel_strides
 from ..problem import ConvProblem
-from .config import BackwardConfig
+from .common import output_pixels, pixel_count
+from .config import BackwardConfig, dot_constexprs
 from .fast_launch import launch
 from .weights import channels_last_weight
 
@@ -78,10 +79,7 @@ def conv2d_dgrad_kernel(
     # Pixels of one phase: h = ph + U*i for i < cdiv(H, U) (rows past H are masked).
     rows = tl.cdiv(H, stride_h)
     cols = tl.cdiv(W, stride_w)
-    if INT64:
-        M = N.to(tl.int64) * rows * cols
-    else:
-        M = N * rows * cols
+    M = pixel_count(N, rows, cols, INT64)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(C_PER_GROUP, BLOCK_N)
     pid = tl.program_id(0)
@@ -101,10 +99,8 @@ def conv2d_dgrad_kernel(
         offs_m = offs_m.to(tl.int64)
         offs_c = offs_c.to(tl.int64)
         offs_k = offs_k.to(tl.int64)
-    n_idx = offs_m // (rows * cols)
-    ij = offs_m % (rows * cols)
-    i_idx = ij // cols
-    j_idx = ij % cols
+    # (n, i, j) of each pixel of the phase grid, decoded as output pixels are (no 32-bit rows*cols).
+    n_idx, i_idx, j_idx, _, _ = output_pixels(offs_m, rows, cols, 1, 1, 0, 0)
     h_idx = ph + i_idx * stride_h
     w_idx = pw + j_idx * stride_w
     mask_m = (offs_m < M) & (h_idx < H) & (w_idx < W)
@@ -167,10 +163,7 @@ def conv2d_dgrad_depthwise_kernel(
     """dx[n, c, h, w] = sum_j sum_{valid (r, s)} dy[n, c*MULT + j, p, q] * w[c*MULT + j, 0, r, s]."""
     rows = tl.cdiv(H, stride_h)
     cols = tl.cdiv(W, stride_w)
-    if INT64:
-        M = N.to(tl.int64) * rows * cols
-    else:
-        M = N * rows * cols
+    M = pixel_count(N, rows, cols, INT64)
     num_m = tl.cdiv(M, BLOCK_M)
     pid = tl.program_id(0)
     pid_m = pid % num_m
@@ -182,10 +175,8 @@ def conv2d_dgrad_depthwise_kernel(
     if INT64:
         offs_m = offs_m.to(tl.int64)
         offs_c = offs_c.to(tl.int64)
-    n_idx = offs_m // (rows * cols)
-    ij = offs_m % (rows * cols)
-    i_idx = ij // cols
-    j_idx = ij % cols
+    # (n, i, j) of each pixel of the phase grid, decoded as output pixels are (no 32-bit rows*cols).
+    n_idx, i_idx, j_idx, _, _ = output_pixels(offs_m, rows, cols, 1, 1, 0, 0)
     h_idx = ph + i_idx * stride_h
     w_idx = pw + j_idx * stride_w
     mask_m = (offs_m < M) & (h_idx < H) & (w_idx < W)
@@ -249,7 +240,6 @@ def launch_dgrad_implicit_gemm(
     phases = problem.stride[0] * problem.stride[1]
     grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * triton.cdiv(problem.c_per_group, config.block_n)
             * problem.groups * phases,)
-    fp32 = problem.dtype == torch.float32
     return launch(conv2d_dgrad_kernel, grid,
         grad, weight, grad_input,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
@@ -259,8 +249,7 @@ def launch_dgrad_implicit_gemm(
         *kernel_strides(grad), *kernel_strides(weight), *kernel_strides(grad_input),
         *_phase_geometry(problem), problem.groups,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
-        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        **dot_constexprs(problem),
         INT64=_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )

@@ -16,7 +16,7 @@ In NHWC the pixel tile reads contiguous channel vectors; in NCHW contiguous pixe
 import triton
 import triton.language as tl
 
-from .common import output_pixels, store_output_tile
+from .common import output_pixels, pixel_count, store_output_tile
 
 
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
@@ -44,11 +44,9 @@ def conv2d_direct_kernel(
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    if INT64:  # N*P*Q and the tile's first pixel may pass 2**31
-        M = N.to(tl.int64) * P * Q
+    M = pixel_count(N, P, Q, INT64)
+    if INT64:  # the tile's first pixel may pass 2**31
         pid_m = pid_m.to(tl.int64)
-    else:
-        M = N * P * Q
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if INT64:

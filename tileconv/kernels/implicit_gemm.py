@@ -22,7 +22,7 @@ single store.
 import triton
 import triton.language as tl
 
-from .common import output_pixels, store_output_tile, swizzle_tile
+from .common import output_pixels, pixel_count, store_output_tile, swizzle_tile
 
 
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
@@ -64,10 +64,7 @@ def conv2d_implicit_gemm_kernel(
     SPLIT_K: tl.constexpr = 1,
 ):
     tl.static_assert(SPLIT_K == 1 or (not FUSE_SC and SUB_K == 0), "split-K runs the plain channel loop only")
-    if INT64:  # N*P*Q itself may pass 2**31
-        M = N.to(tl.int64) * P * Q
-    else:
-        M = N * P * Q
+    M = pixel_count(N, P, Q, INT64)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(K_PER_GROUP, BLOCK_N)
     # One grid axis for all groups' tiles: the second axis would cap groups at 65535.

@@ -35,14 +35,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import torch
 import triton
 import triton.language as tl
 
 from .._runtime import INTERPRET
 from ..problem import ConvProblem
-from .common import output_pixels, store_output_tile
-from .config import LaunchConfig
+from .common import output_pixels, pixel_count, store_output_tile
+from .config import LaunchConfig, dot_constexprs
 
 # Step names in ladder order; the last step is the production implicit_gemm.
 LADDER = ("ladder0_direct", "ladder1_implicit_gemm", "ladder2_tiled", "ladder3_tensor_core")
@@ -56,10 +55,7 @@ _GENERIC = ["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "
 def _lanes_of(N, P, Q, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
     """(pixel offsets, channel offsets over all K, M) of a ladder 0/1 program. Channel
     tiles vary fastest, so programs running together read the same input pixels."""
-    if INT64:  # N*P*Q and the tile's first pixel may pass 2**31
-        M = N.to(tl.int64) * P * Q
-    else:
-        M = N * P * Q
+    M = pixel_count(N, P, Q, INT64)
     num_n = tl.cdiv(K, BLOCK_N)
     pid_m = tl.program_id(0) // num_n
     pid_n = tl.program_id(0) % num_n
@@ -203,10 +199,7 @@ def conv2d_ladder1_implicit_gemm_kernel(
 def _tile_of(N, P, Q, K_PER_GROUP, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
     """(group, pixel offsets, channel offsets within the group, M) of this program. One grid
     axis, row-major over (group, pixel tile, channel tile): no swizzle (a production step)."""
-    if INT64:
-        M = N.to(tl.int64) * P * Q
-    else:
-        M = N * P * Q
+    M = pixel_count(N, P, Q, INT64)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(K_PER_GROUP, BLOCK_N)
     pid = tl.program_id(0)
@@ -416,11 +409,9 @@ def launch_ladder2_tiled(problem, x, weight, bias, residual, out, config: Launch
 def launch_ladder3_tensor_core(problem, x, weight, bias, residual, out, config: LaunchConfig):
     """As :func:`launch_ladder2_tiled` with ``tl.dot``; one stage whatever the config says."""
     args, constexprs = _arguments(problem, x, weight, bias, residual, out)
-    fp32 = problem.dtype == torch.float32
     return conv2d_ladder3_tensor_core_kernel[_tile_grid(problem, config)](
         *args, **constexprs, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
-        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        **dot_constexprs(problem),
         num_warps=config.num_warps, num_stages=1,
     )
 

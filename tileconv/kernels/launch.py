@@ -12,9 +12,9 @@ from dataclasses import replace
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
+from .._runtime import kernel_strides
 from ..problem import ConvProblem
-from .config import LaunchConfig
+from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
 from .fast_launch import launch
@@ -29,6 +29,22 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)  # triton.cdiv costs microseconds a call on the host (a constexpr_function)
 
 
+def _epilogue_arguments(
+    problem: ConvProblem, bias: torch.Tensor | None, residual: torch.Tensor | None, out: torch.Tensor,
+) -> tuple[list, list, dict]:
+    """The fused epilogue's share of every forward launch, in the order the kernels take it:
+    the pointers (output, bias, residual), then the output's and residual's strides and the
+    activation's two parameters, and the epilogue's constexprs. Unused pointers get the
+    output: never read, the HAS_* constexprs guard them."""
+    res = residual if residual is not None else out
+    pointers = [out, bias if bias is not None else out, res]
+    strides = [*kernel_strides(out), *kernel_strides(res),
+               problem.epilogue.activation.alpha, problem.epilogue.activation.beta]
+    constexprs = dict(ACTIVATION=problem.epilogue.activation.code,
+                      HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None)
+    return pointers, strides, constexprs
+
+
 def _shared_arguments(
     problem: ConvProblem,
     x: torch.Tensor,
@@ -37,24 +53,14 @@ def _shared_arguments(
     residual: torch.Tensor | None,
     out: torch.Tensor,
 ) -> tuple[list, list, dict]:
-    # Unused pointers get the output: never read, the HAS_* constexprs guard them.
-    res = residual if residual is not None else out
-    args = [
-        x, weight, out, bias if bias is not None else out, res,
-        problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
-    ]
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    args = [x, weight, *pointers, problem.n, problem.h, problem.w, problem.out_h, problem.out_w]
     geometry = [
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *kernel_strides(x), *kernel_strides(weight), *kernel_strides(out), *kernel_strides(res),
-        problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
+        *kernel_strides(x), *kernel_strides(weight), *epilogue_strides,
     ]
-    constexprs = dict(
-        R=problem.r, S=problem.s,
-        ACTIVATION=problem.epilogue.activation.code,
-        HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
-        INT64=problem.max_elements >= INT32_LIMIT,
-    )
+    constexprs = dict(R=problem.r, S=problem.s, **epilogue, INT64=needs_int64(problem))
     return args, geometry, constexprs
 
 
@@ -80,7 +86,6 @@ def launch_implicit_gemm(
         weight = channels_last_weight(weight)
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.gemm_n, config.block_n) * problem.groups, split_k)
-    fp32 = problem.dtype == torch.float32
     workspace = out
     if split_k > 1:
         workspace = torch.empty((split_k, problem.gemm_m, problem.k), device=out.device, dtype=torch.float32)
@@ -90,20 +95,15 @@ def launch_implicit_gemm(
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         GROUP_M=config.group_m, FUSE_SC=bool(config.fuse_sc),
         EVEN_C=problem.c_per_group % config.block_k == 0,
-        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
-        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
+        **dot_constexprs(problem),
         SUB_C=sub_groups[0], SUB_K=sub_groups[1],
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if split_k > 1:
-        res = residual if residual is not None else out
+        pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
         launch(splitk_epilogue_kernel, (_cdiv(problem.gemm_m, SPLIT_K_EPILOGUE_TILE), _cdiv(problem.k, SPLIT_K_EPILOGUE_TILE)),
-               workspace, out, bias if bias is not None else out, res,
-               problem.gemm_m, problem.k, problem.out_h, problem.out_w,
-               *kernel_strides(out), *kernel_strides(res),
-               problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
-               ACTIVATION=problem.epilogue.activation.code, HAS_BIAS=bias is not None,
-               HAS_RESIDUAL=residual is not None, SPLIT_K=split_k,
+               workspace, *pointers, problem.gemm_m, problem.k, problem.out_h, problem.out_w, *epilogue_strides,
+               **epilogue, SPLIT_K=split_k,
                BLOCK_M=SPLIT_K_EPILOGUE_TILE, BLOCK_N=SPLIT_K_EPILOGUE_TILE, num_warps=4)
     return compiled
 
@@ -143,20 +143,14 @@ def launch_gemm_1x1(
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
-    res = residual if residual is not None else out
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.k, config.block_n),)
-    fp32 = problem.dtype == torch.float32
     return conv1x1_tma_kernel[grid](  # TMA descriptors: Triton's own launch
-        a_desc, b_desc, out, bias if bias is not None else out, res,
-        problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
-        *kernel_strides(out), *kernel_strides(res),
-        problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
-        ACTIVATION=problem.epilogue.activation.code, HAS_BIAS=bias is not None,
-        HAS_RESIDUAL=residual is not None,
+        a_desc, b_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+        *epilogue_strides, **epilogue,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
-        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
-        INT64=problem.max_elements >= INT32_LIMIT,
+        **dot_constexprs(problem),
+        INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 

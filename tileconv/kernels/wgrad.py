@@ -28,9 +28,10 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import INT32_LIMIT, INTERPRET, kernel_strides
+from .._runtime import kernel_strides
 from ..problem import ConvProblem
-from .config import BackwardConfig
+from .common import output_pixels, pixel_count
+from .config import BackwardConfig, dot_constexprs, needs_int64
 from .fast_launch import launch
 
 # Hopper has 132 SMs; split-K aims at two waves of programs.
@@ -59,10 +60,7 @@ def conv2d_wgrad_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
 ):
-    if INT64:
-        L = N.to(tl.int64) * P * Q
-    else:
-        L = N * P * Q
+    L = pixel_count(N, P, Q, INT64)
     T = C_PER_GROUP * R * S
     num_m = tl.cdiv(K_PER_GROUP, BLOCK_M)
     num_n = tl.cdiv(T, BLOCK_N)
@@ -97,14 +95,11 @@ def conv2d_wgrad_kernel(
     for m0 in range(0, CHUNK, BLOCK_K):
         m = start + m0 + offs_pix
         mask_pix = m < end
-        rows = m // Q  # no P*Q product: it would be 32-bit (see common.output_pixels)
-        q = m - rows * Q
-        n_idx = rows // P
-        p = rows - n_idx * P
+        n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
         a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
                     mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
-        ih = (p * stride_h - pad_h)[:, None] + (r * dil_h)[None, :]
-        iw = (q * stride_w - pad_w)[:, None] + (s * dil_w)[None, :]
+        ih = ih0[:, None] + (r * dil_h)[None, :]
+        iw = iw0[:, None] + (s * dil_w)[None, :]
         # The mask is the padding halo (and the tails of pixels and columns).
         ok = mask_pix[:, None] & mask_t[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         b = tl.load(x_col + (n_idx * stride_xn)[:, None] + ih * stride_xh + iw * stride_xw, mask=ok, other=0.0)
@@ -137,10 +132,7 @@ def conv2d_wgrad_depthwise_kernel(
 ):
     """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
     Grid: (channel blocks, taps r*S + s, splits)."""
-    if INT64:
-        L = N.to(tl.int64) * P * Q
-    else:
-        L = N * P * Q
+    L = pixel_count(N, P, Q, INT64)
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     tap = tl.program_id(1)
     split = tl.program_id(2)
@@ -161,12 +153,9 @@ def conv2d_wgrad_depthwise_kernel(
     for m0 in range(0, CHUNK, BLOCK_M):
         m = start + m0 + offs_pix
         mask_pix = m < end
-        rows = m // Q  # no P*Q product: it would be 32-bit (see common.output_pixels)
-        q = m - rows * Q
-        n_idx = rows // P
-        p = rows - n_idx * P
-        ih = p * stride_h - pad_h + r * dil_h
-        iw = q * stride_w - pad_w + s * dil_w
+        n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
+        ih = ih0 + r * dil_h
+        iw = iw0 + s * dil_w
         in_bounds = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
                       mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
@@ -210,10 +199,6 @@ def _finish(workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> N
         grad_weight.copy_(workspace.sum(dim=0))
 
 
-def _int64(problem: ConvProblem) -> bool:
-    return problem.max_elements >= INT32_LIMIT
-
-
 def launch_wgrad_implicit_gemm(
     problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
     config: BackwardConfig,
@@ -224,7 +209,6 @@ def launch_wgrad_implicit_gemm(
     tiles = triton.cdiv(problem.k_per_group, config.block_m) * triton.cdiv(columns, config.block_n) * problem.groups
     chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_k, tiles, config.split_k), config.block_k)
     out = _split_output(problem, grad_weight, split)
-    fp32 = problem.dtype == torch.float32
     launch(conv2d_wgrad_kernel, (tiles * split,),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
@@ -234,9 +218,8 @@ def launch_wgrad_implicit_gemm(
         *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
         problem.r, problem.s, chunk, split, problem.groups,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
-        UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16,
-        INT64=_int64(problem),
+        **dot_constexprs(problem),
+        INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     _finish(out, grad_weight, split)
@@ -260,7 +243,7 @@ def launch_wgrad_depthwise(
         *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
         problem.s, chunk,
         MULTIPLIER=problem.k // problem.c,
-        BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=_int64(problem),
+        BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     _finish(out, grad_weight, split)
