@@ -1,4 +1,4 @@
-"""Compile tileconv's forward kernels for Hopper (sm_90) without a GPU and count what the
+"""Compile tileconv's forward and backward kernels for Hopper (sm_90) without a GPU and count what the
 machine code does: are the tensor-core instructions (HGMMA = wgmma) there, are the loads
 asynchronous (LDGSTS = cp.async, UTMALDG = TMA) and the stores 16 bytes wide?
 
@@ -132,6 +132,44 @@ def inspect(algorithm: str, case_name: str, int64: bool = False) -> dict:
             "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
+def inspect_backward(gradient: str, case_name: str, int64: bool = False) -> dict:
+    """As :func:`inspect` for the backward kernels (``gradient`` 'dgrad' or 'wgrad'; the
+    depthwise kernels for a depthwise case). The interpreter runs them in the tests; only
+    a compile for the GPU finds type errors that the interpreter accepts."""
+    import tileconv.kernels.dgrad as dgrad
+    import tileconv.kernels.wgrad as wgrad
+    from tileconv.dispatch.heuristics import choose_backward_algorithm, default_backward_config
+
+    case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
+    problem = case.problem(torch.float16, "nhwc", "none", batch=2)
+    algorithm = choose_backward_algorithm(problem)
+    config = default_backward_config(problem, algorithm, gradient)
+    inputs = random_inputs(problem, "cpu", seed=0)
+    grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
+    module = dgrad if gradient == "dgrad" else wgrad
+    kernel_name = f"conv2d_{gradient}_{'depthwise_' if algorithm == 'depthwise' else ''}kernel"
+    recorder = _Recorder(getattr(module, kernel_name))
+    saved = getattr(module, kernel_name)
+    try:
+        setattr(module, kernel_name, recorder)
+        if gradient == "dgrad":
+            grad_input = torch.empty(problem.input_shape, dtype=problem.dtype).contiguous(
+                memory_format=torch.channels_last)
+            launcher = dgrad.launch_dgrad_depthwise if algorithm == "depthwise" else dgrad.launch_dgrad_implicit_gemm
+            launcher(problem, grad, inputs.weight, grad_input, config)
+        else:
+            grad_weight = torch.empty(problem.weight_shape, dtype=problem.dtype)
+            launcher = wgrad.launch_wgrad_depthwise if algorithm == "depthwise" else wgrad.launch_wgrad_implicit_gemm
+            launcher(problem, grad, inputs.x, grad_weight, config)
+    finally:
+        setattr(module, kernel_name, saved)
+    args, kwargs = recorder.calls[0]
+    source, options = _specialise(recorder.kernel, args, dict(kwargs, INT64=int64))
+    compiled = triton.compile(source, target=TARGET, options=options)
+    return {"algorithm": gradient, "case": case_name, "int64": int64, "kernel": kernel_name, "config": str(config),
+            "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+
+
 CASES = [
     ("implicit_gemm", "seed000"),
     ("implicit_gemm", "r50 c64 hw56 k64 1x1/1"),
@@ -148,6 +186,13 @@ INT64_CASES = [
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
 ]
+# The backward kernels, dense and depthwise, compiled in both index widths.
+BACKWARD_CASES = [
+    ("dgrad", "r50 c64 hw56 k64 3x3/1"),
+    ("wgrad", "r50 c64 hw56 k64 3x3/1"),
+    ("dgrad", "mbv2 dw3x3 c32 hw112/1"),
+    ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
+]
 
 
 def main() -> int:
@@ -156,6 +201,7 @@ def main() -> int:
         return 2
     rows = [inspect(algorithm, case) for algorithm, case in CASES]
     rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
+    rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0
