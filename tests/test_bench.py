@@ -211,18 +211,21 @@ def test_runner_times_checks_and_survives_a_broken_peer(device, monkeypatch):
 
 
 def test_runner_marks_wrong_and_crashing_outputs(device, monkeypatch):
-    def wrong(problem, x, weight, bias, residual, *, algo):
+    def wrong(problem, x, weight, bias, residual, **_):
         return torch.zeros(problem.output_shape, dtype=problem.dtype, device=x.device)
 
+    # algo 'auto' is timed through tileconv.conv2d itself, a named algorithm through conv2d_problem
     monkeypatch.setattr(runner, "conv2d_problem", wrong)
+    monkeypatch.setattr(runner, "conv2d_as_called", wrong)
     (row,) = runner.run_item(small_item(), algos=["auto"], device=device, timer=lambda label, call: 5.0)
     assert row.status == "fail" and row.rel_err == pytest.approx(1.0) and row.speedup_vs_cudnn is None
     assert row.tileconv_us == 5.0  # still timed, but out of every speedup
 
-    def crash(problem, x, weight, bias, residual, *, algo):
+    def crash(problem, x, weight, bias, residual, **_):
         raise RuntimeError("kernel crashed")
 
     monkeypatch.setattr(runner, "conv2d_problem", crash)
+    monkeypatch.setattr(runner, "conv2d_as_called", crash)
     (row,) = runner.run_item(small_item(), algos=["auto"], device=device, timer=lambda label, call: 5.0)
     assert row.status == "error" and row.tileconv_us is None and "kernel crashed" in row.notes[0]
 

@@ -4,7 +4,8 @@ benchmark's small rows measure the GPU or the host.
 1. Host cost: ``tileconv.conv2d`` and ``F.conv2d`` on a tiny problem (1x16x8x8 -> 16,
    3x3), each called 1000 times back to back on an already-seen shape; CPU time of the
    calling thread per call (``time.thread_time``) and wall time per call.
-2. Launch-bound check: for every row of ``--suite``, tileconv's event timing (the
+   Also tileconv.conv2d with call plans off (:mod:`tileconv.call_plans`): the normal path.
+2. Launch-bound check: for every row of ``--suite``, ``tileconv.conv2d``'s event timing (the
    benchmark's own :func:`~tileconv.bench.timing.bench_us`) against the same call replayed
    from a CUDA graph (no host work at all, same cold L2). A row whose event time exceeds
    its graph time by more than 10% is measuring the host: the table flags it.
@@ -51,7 +52,7 @@ def run_host_cost(args: argparse.Namespace) -> int:
 
     import tileconv
 
-    from ..functional import conv2d_problem
+    from ..functional import conv2d_as_called
     from ..testing import random_inputs
     from .options import DTYPES
     from .report import make_console, output_path
@@ -65,17 +66,26 @@ def run_host_cost(args: argparse.Namespace) -> int:
     fmt = torch.channels_last if args.layout == "nhwc" else torch.contiguous_format
     x = torch.randn(1, 16, 8, 8, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
     w = torch.randn(16, 16, 3, 3, device="cuda", dtype=dtype) / 12
+    from .. import call_plans
     from ..kernels import fast_launch
 
-    before = fast_launch.stats()
+    before, replays_before = fast_launch.stats(), call_plans.stats()["replays"]
     costs = {"tileconv.conv2d": _host_cost(lambda: tileconv.conv2d(x, w, None, 1, 1))}
+    replays = call_plans.stats()["replays"] - replays_before
+    previous = call_plans.set_enabled(False)
+    try:
+        costs["tileconv, no replay"] = _host_cost(lambda: tileconv.conv2d(x, w, None, 1, 1))
+    finally:
+        call_plans.set_enabled(previous)
     after = fast_launch.stats()
     costs["F.conv2d"] = _host_cost(lambda: F.conv2d(x, w, None, 1, 1))
     launches = {k: after[k] - before[k] for k in ("hits", "misses")}
-    console.print(f"tileconv launches during those calls: {launches['hits']} from a launch plan, "
-                  f"{launches['misses']} through Triton's dispatch (plans held: {after['plans']})")
+    launches["replayed_calls"] = replays
+    console.print(f"tileconv.conv2d: {replays} of {CALLS + 20} calls replayed from a call plan; without replay, "
+                  f"{launches['hits']} launches from a launch plan, {launches['misses']} through Triton's dispatch "
+                  f"(launch plans held: {after['plans']})")
     for name, (cpu, wall) in costs.items():
-        console.print(f"host cost, {name:16s} 1x16x8x8 -> 16, 3x3: {cpu:6.1f} us CPU, {wall:6.1f} us wall per call "
+        console.print(f"host cost, {name:19s} 1x16x8x8 -> 16, 3x3: {cpu:6.1f} us CPU, {wall:6.1f} us wall per call "
                       f"({CALLS} calls)")
 
     from rich.table import Table
@@ -89,7 +99,7 @@ def run_host_cost(args: argparse.Namespace) -> int:
         inputs = random_inputs(problem, "cuda", seed=0)
 
         def call(problem=problem, inputs=inputs):
-            return conv2d_problem(problem, inputs.x, inputs.weight, inputs.bias, inputs.residual)
+            return conv2d_as_called(problem, inputs.x, inputs.weight, inputs.bias, inputs.residual)
 
         events, graph = bench_us(call), _graph_us(call)
         bound = events > LAUNCH_BOUND_RATIO * graph

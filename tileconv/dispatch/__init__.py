@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from .. import call_plans
 from .._runtime import INTERPRET
 from ..kernels import (
     ALGORITHMS,
@@ -95,3 +96,4 @@ def clear_selection_cache() -> None:
     """Forget every remembered choice and the parsed tuning cache (after tuning, or in tests)."""
     _selected.clear()
     cache.reload()
+    call_plans.clear()

@@ -17,7 +17,11 @@ chose for it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
+from triton import knobs
 
 from .._runtime import INTERPRET
 
@@ -26,6 +30,54 @@ _plans: dict[tuple, tuple] = {}
 # different) would grow the table without bound: past this many plans it starts over.
 MAX_PLANS = 4096
 _counts = {"hits": 0, "misses": 0}
+
+
+class Recording:
+    """What :func:`recording` saw: ``steps``, each (compiled kernel, 3D grid, every kernel
+    argument in order) for a launch through :func:`launch`; ``triton_launches``, the
+    Triton launches by any route (counted by Triton's launch hook). A call can be
+    replayed from ``steps`` only when the two agree and ``complete`` is set."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[object, tuple[int, int, int], list]] = []
+        self.triton_launches = 0
+        self.complete = True
+
+    def count(self, _metadata: object = None) -> None:
+        self.triton_launches += 1
+
+    @property
+    def replayable(self) -> bool:
+        return self.complete and self.triton_launches == len(self.steps)
+
+
+_recording: Recording | None = None
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recording]:
+    """Within this block every launch through :func:`launch` is also written down (see
+    :class:`Recording`), so that :mod:`tileconv.call_plans` can replay the launches of a
+    whole ``tileconv.conv2d`` call. Not nested: an inner block records nothing."""
+    global _recording
+    if _recording is not None:
+        record = Recording()
+        record.complete = False
+        yield record
+        return
+    record = _recording = Recording()
+    hook = knobs.runtime.launch_enter_hook
+    counted = hasattr(hook, "add")  # Triton 3.6's HookChain; without it launches cannot be counted
+    if counted:
+        hook.add(record.count)
+    else:
+        record.complete = False
+    try:
+        yield record
+    finally:
+        if counted:
+            hook.remove(record.count)
+        _recording = None
 
 
 def stats() -> dict[str, int]:
@@ -54,15 +106,24 @@ def launch(kernel, grid: tuple, *args: object, **kwargs: object):
         _counts["misses"] += 1
         compiled = kernel[grid](*args, **kwargs)
         if compiled is None or hasattr(compiled, "result"):  # nothing, or compiling asynchronously
+            if _recording is not None:
+                _recording.complete = False
             return compiled
         defaults = {p.name: p.default for p in kernel.params}
         tail = [(name, defaults[name]) for name in kernel.arg_names[len(args):]]
         if len(_plans) >= MAX_PLANS:
             _plans.clear()
         _plans[key] = (compiled, tail)
+        if _recording is not None:
+            _recording.steps.append(
+                (compiled, (*grid, 1, 1)[:3], [*args, *[kwargs.get(name, default) for name, default in tail]]))
         return compiled
     _counts["hits"] += 1
     compiled, tail = plan
     # The compiled kernel's launcher reads all three grid dimensions.
-    compiled[(*grid, 1, 1)[:3]](*args, *[kwargs.get(name, default) for name, default in tail])
+    grid3 = (*grid, 1, 1)[:3]
+    arguments = [*args, *[kwargs.get(name, default) for name, default in tail]]
+    if _recording is not None:
+        _recording.steps.append((compiled, grid3, arguments))
+    compiled[grid3](*arguments)
     return compiled

@@ -22,8 +22,8 @@ from collections.abc import Callable
 import torch
 
 _MAX_ENTRIES = 256
-# (id(weight), tag) -> (weakref to weight, data_ptr, version, derived tensor)
-_derived: dict[tuple[int, str], tuple[weakref.ref, int, int, torch.Tensor]] = {}
+# (id(weight), tag) -> (weakref to weight, data_ptr, version, derived tensor, build)
+_derived: dict[tuple[int, str], tuple[weakref.ref, int, int, torch.Tensor, Callable]] = {}
 
 
 def _cached(weight: torch.Tensor, tag: str, build: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
@@ -33,15 +33,26 @@ def _cached(weight: torch.Tensor, tag: str, build: Callable[[torch.Tensor], torc
     key = (id(weight), tag)
     hit = _derived.get(key)
     if hit is not None:
-        ref, ptr, version, derived = hit
+        ref, ptr, version, derived, _ = hit
         if ref() is weight and ptr == weight.data_ptr() and version == weight._version:
             return derived
     derived = build(weight.detach())
     if len(_derived) >= _MAX_ENTRIES:
         _derived.clear()
     _derived[key] = (weakref.ref(weight, lambda _, key=key: _derived.pop(key, None)), weight.data_ptr(),
-                     weight._version, derived)
+                     weight._version, derived, build)
     return derived
+
+
+def derivation(weight: torch.Tensor, tensor: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """If ``tensor`` is the kept derived copy of ``weight`` (one of the layouts below), the
+    function that gives it again for a later call: the kept copy while ``weight`` is
+    unchanged, a fresh one after an update. None otherwise. A recorded call
+    (:mod:`tileconv.call_plans`) replays a derived weight through it."""
+    for (weight_id, tag), (ref, _, _, derived, build) in list(_derived.items()):
+        if weight_id == id(weight) and derived is tensor and ref() is weight:
+            return lambda w, tag=tag, build=build: _cached(w, tag, build)
+    return None
 
 
 def channels_last_weight(weight: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,201 @@
+"""tileconv.call_plans: a repeated conv2d call replays the recorded launches with its own
+pointers, and any call that cannot be replayed exactly takes the normal path.
+
+On the CPU the compiled launcher is a fake (the interpreter has none); the GPU tests run
+the real thing against the float64 reference with fresh inputs on every call."""
+
+import pytest
+import torch
+
+import tileconv
+from tileconv import call_plans
+from tileconv.kernels import fast_launch, weights
+from tileconv.testing import assert_conv_close, tolerance
+
+
+class _FakeLauncher:
+    global_scratch_size = 0
+    profile_scratch_size = 0
+    launch_cooperative_grid = False
+    launch_pdl = False
+
+    def __init__(self, log):
+        self.log = log
+
+    def launch(self, *args):
+        self.log.append(args)
+
+
+class _FakeCompiled:
+    function = 1234
+    packed_metadata = (4, 1, 0)
+
+    def __init__(self, log):
+        self.run = _FakeLauncher(log)
+
+
+def _record(*steps, triton_launches=None):
+    record = fast_launch.Recording()
+    record.steps = list(steps)
+    record.triton_launches = len(steps) if triton_launches is None else triton_launches
+    return record
+
+
+@pytest.fixture
+def fake_stream(monkeypatch):
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 77, raising=False)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(call_plans, "_counts", {"replays": 0, "recorded": 0, "refused": 0})
+
+
+def test_replay_passes_this_calls_pointers_in_place_of_the_recorded_tensors(fake_stream):
+    log = []
+    x, w, b = torch.zeros(2, 3, 4, 4), torch.zeros(5, 3, 1, 1), torch.zeros(5)
+    out = torch.zeros(2, 5, 4, 4)
+    compiled = _FakeCompiled(log)
+    plan = call_plans.CallPlan(_record((compiled, (6, 2, 1), [x, w, out, b, out, 8, 2.5, True])),
+                               [x, w, b, None], out)
+    x2, w2, b2 = torch.ones(2, 3, 4, 4), torch.ones(5, 3, 1, 1), torch.ones(5)
+    out2 = plan(x2, w2, b2, None)
+    assert out2.shape == out.shape and out2.stride() == out.stride() and out2 is not out
+    (args,) = log
+    assert args[:13] == (6, 2, 1, 77, 1234, False, False, None, None, (4, 1, 0), None, None, None)
+    assert args[13:] == (x2.data_ptr(), w2.data_ptr(), out2.data_ptr(), b2.data_ptr(), out2.data_ptr(), 8, 2.5, True)
+    assert call_plans.stats()["replays"] == 1
+
+
+def test_a_derived_weight_is_derived_again_for_the_replayed_call(fake_stream):
+    log = []
+    x, w = torch.zeros(1, 3, 4, 4), torch.randn(5, 3, 3, 3)
+    derived = weights.channels_last_weight(w)
+    assert derived is not w
+    out = torch.zeros(1, 5, 2, 2)
+    plan = call_plans.CallPlan(_record((_FakeCompiled(log), (1, 1, 1), [x, derived, out])), [x, w, None, None], out)
+    w.add_(1.0)  # an optimizer step: the kept copy is stale, the replay must not use it
+    out2 = plan(x, w, None, None)
+    fresh = weights.channels_last_weight(w)
+    assert torch.equal(fresh, w)
+    assert log[0][13 + 1] == fresh.data_ptr() != derived.data_ptr()
+    assert log[0][13 + 2] == out2.data_ptr()
+
+
+@pytest.mark.parametrize("why", ["foreign_tensor", "launch_around_recorder", "incomplete", "scratch"])
+def test_calls_that_cannot_be_replayed_exactly_are_refused(fake_stream, why: str):
+    log = []
+    x, w, out = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 1, 1), torch.zeros(1, 5, 4, 4)
+    compiled = _FakeCompiled(log)
+    arguments = [x, w, out]
+    record = _record((compiled, (1, 1, 1), arguments))
+    if why == "foreign_tensor":  # a workspace allocated inside the call
+        arguments.append(torch.zeros(3))
+    elif why == "launch_around_recorder":  # a kernel launched by Triton's own dispatch
+        record.triton_launches = 2
+    elif why == "incomplete":
+        record.complete = False
+    else:
+        compiled.run.global_scratch_size = 128
+    with pytest.raises(call_plans._Unplannable):
+        call_plans.CallPlan(record, [x, w, None, None], out)
+
+
+def test_record_keeps_a_refusal_so_the_call_is_not_recorded_again(fake_stream, monkeypatch):
+    monkeypatch.setattr(call_plans, "_plans", {})
+    x, w = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 1, 1)
+    out = call_plans.record(("key",), lambda: torch.zeros(1, 5, 4, 4), x, w, None, None)
+    # Nothing was launched through the recorder but the hook saw no launch either: an
+    # empty plan (a batch of zero images allocates and launches nothing).
+    assert out.shape == (1, 5, 4, 4) and call_plans.lookup(("key",)) is not None
+    monkeypatch.setattr(fast_launch.Recording, "replayable", property(lambda self: False))
+    call_plans.record(("other",), lambda: torch.zeros(1), x, w, None, None)
+    assert call_plans.is_known(("other",)) and call_plans.lookup(("other",)) is None
+    assert call_plans.stats()["refused"] == 1
+
+
+def test_recordings_do_not_nest():
+    with fast_launch.recording() as outer:
+        with fast_launch.recording() as inner:
+            assert not inner.replayable
+        assert fast_launch._recording is outer
+    assert fast_launch._recording is None
+
+
+@pytest.mark.parametrize("case", ["cpu", "grad", "list_stride", "three_d", "autocast"])
+def test_calls_that_take_the_normal_path_have_no_key(case: str):
+    x, w = torch.randn(1, 3, 4, 4), torch.randn(5, 3, 1, 1)
+    args = dict(stride=1, padding=0, dilation=1, groups=1, activation=None)
+    if case == "cpu":
+        assert call_plans.plan_key(x, w, None, None, **args) is None
+        return
+    if not torch.cuda.is_available():
+        pytest.skip("the other cases differ from a planned call only on a GPU")
+    x, w = x.cuda(), w.cuda()
+    if case == "grad":
+        w.requires_grad_(True)
+    elif case == "list_stride":
+        args["stride"] = [1, 1]
+    elif case == "three_d":
+        x = x[0]
+    if case == "autocast":
+        with torch.autocast("cuda"):
+            assert call_plans.plan_key(x, w, None, None, **args) is None
+        return
+    assert call_plans.plan_key(x, w, None, None, **args) is None
+    w.requires_grad_(False)
+    assert call_plans.plan_key(x.unsqueeze(0) if x.dim() == 3 else x, w, None, None, stride=1, padding=0,
+                               dilation=1, groups=1, activation=None) is not None
+
+
+_GPU_CASES = [
+    # (N, C, H, W, K, R, S, stride, padding, groups, dtype, channels_last, bias, residual, activation)
+    (2, 32, 12, 12, 48, 3, 3, 1, 1, 1, torch.float16, True, True, True, "relu"),
+    (2, 16, 11, 9, 24, 3, 3, 2, 1, 1, torch.float32, False, True, False, None),
+    (2, 32, 10, 10, 32, 3, 3, 1, 1, 32, torch.float16, True, True, False, "silu"),  # depthwise
+    (2, 64, 8, 8, 64, 3, 3, 1, 1, 16, torch.float16, True, False, False, None),  # grouped: block-diagonal weight
+    (2, 3, 16, 16, 16, 7, 7, 2, 3, 1, torch.bfloat16, True, True, False, "relu"),  # few channels
+    (2, 64, 7, 7, 128, 1, 1, 1, 0, 1, torch.float16, True, True, True, None),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _GPU_CASES, ids=lambda c: f"c{c[1]}k{c[4]}r{c[5]}g{c[9]}{str(c[10])[6:]}")
+def test_replayed_calls_match_the_reference(case, seed: int):
+    """Three calls with fresh inputs each: the first records, the others replay. The
+    output block is filled with NaN and freed just before each call, so a launch that
+    writes nothing (or the wrong tensor) cannot pass. The weight is changed in place
+    between calls, so a stale derived copy cannot pass either."""
+    n, c, h, w, k, r, s, stride, padding, groups, dtype, channels_last, has_bias, has_res, act = case
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    weight = torch.randn(k, c // groups, r, s, generator=gen, device="cuda", dtype=dtype) / (c // groups * r * s) ** 0.5
+    replays = call_plans.stats()["replays"]
+    for call in range(3):
+        weight.mul_(-1.0)
+        x = torch.randn(n, c, h, w, generator=gen, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+        bias = torch.randn(k, generator=gen, device="cuda", dtype=dtype) if has_bias else None
+        ref_shape = tileconv.conv2d_reference(x, weight, None, stride=stride, padding=padding, groups=groups).shape
+        residual = (torch.randn(ref_shape, generator=gen, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+                    if has_res else None)
+        torch.full(ref_shape, float("nan"), device="cuda", dtype=dtype).contiguous(memory_format=fmt)  # freed at once
+        with torch.no_grad():
+            out = tileconv.conv2d(x, weight, bias, stride, padding, 1, groups, activation=act, residual=residual)
+        ref = tileconv.conv2d_reference(x, weight, bias, stride=stride, padding=padding, groups=groups,
+                                        activation=act, residual=residual)
+        problem = tileconv.problem_from_arguments(x, weight, bias, stride, padding, 1, groups, act, residual)
+        assert out.is_contiguous(memory_format=fmt)
+        assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
+    assert call_plans.stats()["replays"] == replays + 2, "the repeated calls were not replayed"
+
+
+@pytest.mark.gpu
+def test_a_misaligned_view_gets_its_own_plan(seed: int):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    base = torch.randn(2 * 24 * 9 * 11 + 1, generator=gen, device="cuda", dtype=torch.float16)
+    weight = torch.randn(16, 24, 3, 3, generator=gen, device="cuda", dtype=torch.float16) / 8
+    for offset in (0, 1, 0, 1):
+        base.normal_(generator=gen)
+        x = base[offset:offset + 2 * 24 * 9 * 11].view(2, 24, 9, 11)
+        with torch.no_grad():
+            out = tileconv.conv2d(x, weight, None, 1, 1)
+        ref = tileconv.conv2d_reference(x, weight, None, padding=1)
+        problem = tileconv.problem_from_arguments(x, weight, None, 1, 1)
+        assert_conv_close(out, ref, tolerance(problem), context=f"input offset {offset} elements")

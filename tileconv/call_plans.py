@@ -1,0 +1,205 @@
+"""Replayed calls: a repeated ``tileconv.conv2d`` call costs a dict lookup and its launches.
+
+A forward call on the normal path validates its arguments, selects a kernel and config,
+builds some 40 kernel arguments, and asks Triton to launch them; on an H200's host that
+came to about 100 us of CPU time a call, three times ``F.conv2d``'s, and a small
+convolution whose kernel runs for less than that measures the host, not the GPU.
+
+The first call with a given set of arguments (tensor shapes, strides, dtypes, devices and
+16-byte alignments, the convolution's options, the TF32 flag, the current GPU) runs the
+normal path while :func:`tileconv.kernels.fast_launch.recording` writes down each launch:
+the compiled kernel, its grid, every argument. If every tensor among those arguments is
+one of the call's own (input, weight, bias, residual, the new output) or a derived copy of
+its weight (:mod:`tileconv.kernels.weights`), and every Triton launch of the call went
+through the recorder, the call becomes a :class:`CallPlan`. A later call with the same
+arguments allocates its output and hands the same kernels their arguments with this
+call's pointers, straight to Triton's compiled launcher.
+
+Calls that are never planned take the normal path each time: autograd (a tensor needs a
+gradient), autocast, torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton
+launch hook (a profiler) being set, unbatched input, CPU tensors, and any call whose
+launches touch another tensor (a split-K workspace, a bias made contiguous, the 1x1 TMA
+path's descriptors). Plans are dropped with the selection cache
+(:func:`tileconv.dispatch.clear_selection_cache`), so a new tuning result is used.
+"""
+
+from __future__ import annotations
+
+import torch
+from triton import knobs
+
+from ._runtime import INTERPRET
+from .kernels import fast_launch
+from .kernels.weights import derivation
+
+MAX_PLANS = 4096  # past this many, the table starts over (a caller whose shapes never repeat)
+_plans: dict[tuple, CallPlan] = {}
+_NOT_PLANNABLE = object()  # a key whose call was recorded and cannot be replayed
+_counts = {"replays": 0, "recorded": 0, "refused": 0}
+_enabled = True
+
+# Slots of a call's tensors in a plan: positions 0-4 below, derived weights after them.
+_INPUT, _WEIGHT, _BIAS, _RESIDUAL, _OUTPUT = range(5)
+
+
+def stats() -> dict[str, int]:
+    """Calls replayed from a plan, calls recorded into one, recorded calls that could not
+    be planned (they take the normal path each time), and plans held."""
+    return {**_counts, "plans": sum(plan is not _NOT_PLANNABLE for plan in _plans.values())}
+
+
+def set_enabled(enabled: bool) -> bool:
+    """Turn replays on or off for this process (``bench --host-cost`` measures both);
+    returns the previous setting."""
+    global _enabled
+    previous, _enabled = _enabled, bool(enabled)
+    return previous
+
+
+def clear() -> None:
+    """Forget every plan (the selection or the tuning cache changed)."""
+    _plans.clear()
+
+
+def _tensor_part(t: torch.Tensor | None) -> tuple | None:
+    if t is None:
+        return None
+    return (type(t), t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15)
+
+
+def _hooks_set() -> bool:
+    runtime = knobs.runtime
+    return bool(getattr(runtime.launch_enter_hook, "calls", True)) or bool(
+        getattr(runtime.launch_exit_hook, "calls", True))
+
+
+def plan_key(input, weight, bias, residual, stride, padding, dilation, groups, activation) -> tuple | None:
+    """The key of this call's plan, or None when the call must take the normal path (see
+    the module's docstring for which; the caller checks :func:`tileconv.poison_outputs`)."""
+    if (INTERPRET or not _enabled or not isinstance(input, torch.Tensor) or not input.is_cuda or input.dim() != 4
+            or torch.compiler.is_compiling() or torch.is_autocast_enabled("cuda")):
+        return None
+    try:
+        if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
+                                        or (bias is not None and bias.requires_grad)
+                                        or (residual is not None and residual.requires_grad)):
+            return None  # autograd records the call itself
+        if _hooks_set():
+            return None
+        key = (_tensor_part(input), _tensor_part(weight), _tensor_part(bias), _tensor_part(residual),
+               stride, padding, dilation, groups, activation, torch._C._get_cudnn_allow_tf32(),
+               torch.cuda.current_device())
+        hash(key)
+    except (AttributeError, TypeError):  # a non-tensor argument (validation names it) or a list
+        return None
+    return key
+
+
+def lookup(key: tuple) -> CallPlan | None:
+    """The plan recorded under ``key``, if one could be."""
+    plan = _plans.get(key)
+    return None if plan is _NOT_PLANNABLE else plan
+
+
+def is_known(key: tuple) -> bool:
+    """Whether a call under ``key`` was recorded before (plannable or not)."""
+    return key in _plans
+
+
+class _Step:
+    """One kernel launch of a plan: Triton's compiled launcher with the grid, the
+    arguments that do not change between calls, and where the call's pointers go."""
+
+    __slots__ = ("launch", "head", "template", "pointer_slots")
+
+    def __init__(self, compiled, grid: tuple[int, int, int], arguments: list, slot_of) -> None:
+        launcher = compiled.run  # loads the module on first use
+        if launcher.global_scratch_size or launcher.profile_scratch_size:
+            raise _Unplannable("the kernel needs scratch memory")
+        self.launch = launcher.launch
+        # Everything the launcher takes before the kernel's arguments: grid, stream (filled
+        # per call), function, cooperative / PDL flags, no scratch, the kernel's metadata,
+        # no launch metadata and no hooks (a set hook refuses the plan at lookup).
+        self.head = [grid[0], grid[1], grid[2], None, compiled.function, launcher.launch_cooperative_grid,
+                     launcher.launch_pdl, None, None, compiled.packed_metadata, None, None, None]
+        self.template = list(arguments)
+        self.pointer_slots = []
+        for position, value in enumerate(arguments):
+            if isinstance(value, torch.Tensor):
+                self.pointer_slots.append((position, slot_of(value)))
+                self.template[position] = None
+
+    def __call__(self, stream: int, pointers: list[int]) -> None:
+        arguments = self.template.copy()
+        for position, slot in self.pointer_slots:
+            arguments[position] = pointers[slot]
+        head = self.head.copy()
+        head[3] = stream
+        self.launch(*head, *arguments)
+
+
+class _Unplannable(Exception):
+    pass
+
+
+class CallPlan:
+    """The launches of one recorded ``tileconv.conv2d`` call, replayed for a later call
+    with the same key: allocate the output like the recorded one, derive the weight's
+    copies as the launchers would, launch each step on the current stream."""
+
+    __slots__ = ("out_shape", "out_stride", "out_dtype", "device_index", "derivations", "steps")
+
+    def __init__(self, record: fast_launch.Recording, tensors: list[torch.Tensor | None], out: torch.Tensor) -> None:
+        if not record.replayable:
+            raise _Unplannable("a launch went around the recorder")
+        own = [*tensors, out]
+        self.derivations = []
+        derived: list[torch.Tensor] = []
+        weight = tensors[_WEIGHT]
+
+        def slot_of(t: torch.Tensor) -> int:
+            for slot, candidate in enumerate(own):
+                if t is candidate:
+                    return slot
+            for index, candidate in enumerate(derived):
+                if t is candidate:
+                    return len(own) + index
+            again = derivation(weight, t)
+            if again is None:
+                raise _Unplannable("a launch reads a tensor that is not the call's own")
+            derived.append(t)
+            self.derivations.append(again)
+            return len(own) + len(derived) - 1
+
+        self.steps = [_Step(compiled, grid, arguments, slot_of) for compiled, grid, arguments in record.steps]
+        self.out_shape, self.out_stride, self.out_dtype = tuple(out.shape), out.stride(), out.dtype
+        self.device_index = torch.cuda.current_device()  # part of the key: launches go to the current GPU
+
+    def __call__(self, input, weight, bias, residual) -> torch.Tensor:
+        out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.out_dtype, device=input.device)
+        pointers = [input.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                    0 if residual is None else residual.data_ptr(), out.data_ptr()]
+        for again in self.derivations:
+            pointers.append(again(weight).data_ptr())
+        stream = torch._C._cuda_getCurrentRawStream(self.device_index)
+        for step in self.steps:
+            step(stream, pointers)
+        _counts["replays"] += 1
+        return out
+
+
+def record(key: tuple, run, input, weight, bias, residual) -> torch.Tensor:
+    """Run ``run()`` (the normal path of the call, returning its output) while recording
+    its launches, and keep a plan under ``key`` if the call can be replayed."""
+    with fast_launch.recording() as recorded:
+        out = run()
+    try:
+        plan = CallPlan(recorded, [input, weight, bias, residual], out)
+        _counts["recorded"] += 1
+    except (_Unplannable, AttributeError):  # AttributeError: a Triton whose launcher differs from 3.6's
+        plan = _NOT_PLANNABLE
+        _counts["refused"] += 1
+    if len(_plans) >= MAX_PLANS:
+        _plans.clear()
+    _plans[key] = plan
+    return out
