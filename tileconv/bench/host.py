@@ -1,6 +1,7 @@
 """``python -m tileconv bench --host-cost``: what a call costs the CPU, and whether the
 benchmark's small rows measure the GPU or the host.
 
+0. First call: a shape never seen by this process, from the call to its completion.
 1. Host cost: ``tileconv.conv2d`` and ``F.conv2d`` on a tiny problem (1x16x8x8 -> 16,
    3x3), each called 1000 times back to back on an already-seen shape; CPU time of the
    calling thread per call (``time.thread_time``) and wall time per call.
@@ -45,6 +46,23 @@ def _graph_us(fn) -> float:
     return bench_us(replay)
 
 
+def _first_call_s(dtype, fmt) -> float:
+    """Seconds for the first ``tileconv.conv2d`` call of a shape this process has not seen
+    (selection by heuristics, kernel loaded or compiled, launch), up to its completion."""
+    import torch
+
+    import tileconv
+
+    x = torch.randn(3, 64, 45, 45, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+    w = torch.randn(64, 64, 3, 3, device="cuda", dtype=dtype) / 24
+    b = torch.randn(64, device="cuda", dtype=dtype)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    tileconv.conv2d(x, w, b, 1, 1, activation="relu")
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
 def run_host_cost(args: argparse.Namespace) -> int:
     """Print both measurements (and write them as JSON with ``--json``)."""
     import torch
@@ -64,6 +82,9 @@ def run_host_cost(args: argparse.Namespace) -> int:
     console.print(environment_line(env))
     dtype, allow_tf32 = DTYPES[args.dtype]
     fmt = torch.channels_last if args.layout == "nhwc" else torch.contiguous_format
+    first_call = _first_call_s(dtype, fmt)
+    console.print(f"first call of a never-seen shape (3x64x45x45 -> 64, 3x3, bias + relu; no tuning entry; "
+                  f"Triton's on-disk cache as earlier runs left it): {first_call * 1e3:.0f} ms")
     x = torch.randn(1, 16, 8, 8, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
     w = torch.randn(16, 16, 3, 3, device="cuda", dtype=dtype) / 12
     from .. import call_plans
@@ -111,7 +132,7 @@ def run_host_cost(args: argparse.Namespace) -> int:
     console.print(f"{bound_rows} of {len(rows)} rows launch-bound (events > {LAUNCH_BOUND_RATIO:.2f} x graph)")
     if args.json:
         path = output_path(args.json, env.get("device_slug", "unknown"), f"host-cost-{args.suite}", ".json")
-        payload = {"env": env, "calls": CALLS, "launches": launches,
+        payload = {"env": env, "calls": CALLS, "launches": launches, "first_call_s": first_call,
                    "host_cost_us": {name: {"cpu": cpu, "wall": wall} for name, (cpu, wall) in costs.items()},
                    "rows": [dict(r, suite="host", pass_="fwd") for r in rows]}
         path.write_text(json.dumps(payload, indent=2) + "\n")

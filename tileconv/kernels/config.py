@@ -64,12 +64,19 @@ class BackwardConfig:
 
 
 def dot_constexprs(problem) -> dict:
-    """``tl.dot``'s options for ``problem``'s kernels: TF32 for float32 exactly when PyTorch's
-    conv would use it (``problem.allow_tf32``), strict IEEE otherwise (ignored for 16-bit
-    inputs); under the interpreter bf16 tiles are upcast to fp32 first, its bf16 dot being
-    wrong."""
+    """``tl.dot``'s options for ``problem``'s kernels (ignored for 16-bit inputs):
+
+    - float32 with ``problem.allow_tf32`` (PyTorch's conv would use TF32): ``"tf32"``.
+    - strict float32: ``"tf32x3"``, error-compensated TF32 (CUTLASS's 3xTF32): each operand
+      is split into a TF32 part and the TF32 rounding of its remainder, and three tensor-core
+      products (big*big + big*small + small*big) recover float32-level accuracy, about 2**-21
+      relative per product against IEEE's 2**-24, far below the fp32 sum's own rounding over
+      a reduction (tests and ``verify`` hold it to the strict float32 tolerance against a
+      float64 reference). IEEE ``tl.dot`` runs on the CUDA cores at a fraction of the rate.
+
+    Under the interpreter bf16 tiles are upcast to fp32 first, its bf16 dot being wrong."""
     fp32 = problem.dtype == torch.float32
-    return dict(DOT_PRECISION="tf32" if fp32 and problem.allow_tf32 else "ieee",
+    return dict(DOT_PRECISION=("tf32" if problem.allow_tf32 else "tf32x3") if fp32 else "ieee",
                 UPCAST_DOT=INTERPRET and problem.dtype == torch.bfloat16)
 
 

@@ -48,7 +48,7 @@ def conv2d_implicit_gemm_kernel(
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FUSE_SC: tl.constexpr,  # reduce over (s, c) jointly per filter row: for few channels
-    DOT_PRECISION: tl.constexpr,  # "ieee" (strict fp32) or "tf32"; ignored for 16-bit inputs
+    DOT_PRECISION: tl.constexpr,  # "tf32x3" (strict fp32) or "tf32"; see config.dot_constexprs
     UPCAST_DOT: tl.constexpr,  # interpreter only: tl.dot on bf16 is wrong there, so use fp32
     INT64: tl.constexpr,  # some tensor has >= 2**31 elements: index in int64
     EVEN_C: tl.constexpr,  # C/g % BLOCK_K == 0 (the channel loop needs no tail mask)
