@@ -79,7 +79,25 @@ def test_a_derived_weight_is_derived_again_for_the_replayed_call(fake_stream):
     assert log[0][13 + 2] == out2.data_ptr()
 
 
-@pytest.mark.parametrize("why", ["foreign_tensor", "launch_around_recorder", "incomplete", "scratch"])
+def test_a_tma_descriptor_is_described_again_over_the_new_address(fake_stream):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    log = []
+    x, w = torch.zeros(2, 32, 4, 4).contiguous(memory_format=torch.channels_last), torch.zeros(16, 32, 1, 1)
+    out = torch.zeros(2, 16, 4, 4).contiguous(memory_format=torch.channels_last)
+    a_desc = TensorDescriptor.from_tensor(x.permute(0, 2, 3, 1).reshape(32, 32), [16, 16])
+    b_desc = TensorDescriptor.from_tensor(w.reshape(16, 32), [16, 16])
+    plan = call_plans.CallPlan(_record((_FakeCompiled(log), (2, 1, 1), [a_desc, b_desc, out, 5])),
+                               [x, w, None, None], out)
+    x2 = torch.ones_like(x)
+    out2 = plan(x2, w, None, None)
+    a2, b2, o2, five = log[0][13:]
+    assert a2.base.data_ptr() == x2.data_ptr() and list(a2.shape) == [32, 32] and list(a2.strides) == [32, 1]
+    assert a2.block_shape == [16, 16] and a2.padding == "zero"
+    assert b2.base.data_ptr() == w.data_ptr() and (o2, five) == (out2.data_ptr(), 5)
+
+
+@pytest.mark.parametrize("why", ["foreign_tensor", "launch_around_recorder", "incomplete", "scratch", "aliased"])
 def test_calls_that_cannot_be_replayed_exactly_are_refused(fake_stream, why: str):
     log = []
     x, w, out = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 1, 1), torch.zeros(1, 5, 4, 4)
@@ -92,6 +110,10 @@ def test_calls_that_cannot_be_replayed_exactly_are_refused(fake_stream, why: str
         record.triton_launches = 2
     elif why == "incomplete":
         record.complete = False
+    elif why == "aliased":  # the input passed as the residual too: a later call may not
+        with pytest.raises(call_plans._Unplannable):
+            call_plans.CallPlan(record, [x, w, None, x], out)
+        return
     else:
         compiled.run.global_scratch_size = 128
     with pytest.raises(call_plans._Unplannable):
@@ -199,3 +221,35 @@ def test_a_misaligned_view_gets_its_own_plan(seed: int):
         ref = tileconv.conv2d_reference(x, weight, None, padding=1)
         problem = tileconv.problem_from_arguments(x, weight, None, 1, 1)
         assert_conv_close(out, ref, tolerance(problem), context=f"input offset {offset} elements")
+
+
+@pytest.mark.gpu
+def test_the_tma_1x1_kernel_is_replayed(seed: int, monkeypatch):
+    """gemm_1x1 reads its operands through TMA descriptors, which a replay describes again
+    over each call's tensors."""
+    from tileconv import dispatch
+    from tileconv.kernels import ALGORITHMS, LaunchConfig
+
+    monkeypatch.setattr(dispatch, "_selected", {})
+    monkeypatch.setattr(call_plans, "_plans", {})
+    original = dispatch.select
+
+    def tma(problem, algo="auto", device=None):
+        if (problem.r, problem.s) == (1, 1):
+            return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)
+        return original(problem, algo, device)
+
+    monkeypatch.setattr(dispatch, "select", tma)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    weight = torch.randn(96, 64, 1, 1, generator=gen, device="cuda", dtype=torch.float16) / 8
+    bias = torch.randn(96, generator=gen, device="cuda", dtype=torch.float16)
+    for call in range(3):
+        x = torch.randn(4, 64, 20, 20, generator=gen, device="cuda", dtype=torch.float16)
+        x = x.contiguous(memory_format=torch.channels_last)
+        torch.full((4, 96, 20, 20), float("nan"), device="cuda", dtype=torch.float16)
+        with torch.no_grad():
+            out = tileconv.conv2d(x, weight, bias, activation="relu")
+        ref = tileconv.conv2d_reference(x, weight, bias, activation="relu")
+        problem = tileconv.problem_from_arguments(x, weight, bias, activation="relu")
+        assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
+    assert call_plans.stats()["plans"] == 1 and call_plans.stats()["replays"] >= 2

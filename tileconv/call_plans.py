@@ -18,8 +18,8 @@ call's pointers, straight to Triton's compiled launcher.
 Calls that are never planned take the normal path each time: autograd (a tensor needs a
 gradient), autocast, torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton
 launch hook (a profiler) being set, unbatched input, CPU tensors, and any call whose
-launches touch another tensor (a split-K workspace, a bias made contiguous, the 1x1 TMA
-path's descriptors). Plans are dropped with the selection cache
+launches touch another tensor (a split-K workspace, a bias made contiguous), or that passes
+one tensor as two arguments. Plans are dropped with the selection cache
 (:func:`tileconv.dispatch.clear_selection_cache`), so a new tuning result is used.
 """
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import torch
 from triton import knobs
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._runtime import INTERPRET
 from .kernels import fast_launch
@@ -106,11 +107,36 @@ def is_known(key: tuple) -> bool:
     return key in _plans
 
 
+class _Address:
+    """A device address standing in for a tensor where only ``data_ptr()`` is read."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address: int) -> None:
+        self.address = address
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+class _Descriptor:
+    """A host-side TMA descriptor (Triton's ``TensorDescriptor``) over a new address: the
+    launcher reads its ``base.data_ptr()``, ``shape``, ``strides`` and ``padding``."""
+
+    __slots__ = ("base", "shape", "strides", "block_shape", "padding")
+
+    def __init__(self, address: int, like: TensorDescriptor) -> None:
+        self.base = _Address(address)
+        self.shape, self.strides, self.block_shape, self.padding = like.shape, like.strides, like.block_shape, like.padding
+
+
 class _Step:
     """One kernel launch of a plan: Triton's compiled launcher with the grid, the
-    arguments that do not change between calls, and where the call's pointers go."""
+    arguments that do not change between calls, and where the call's pointers go (a
+    tensor argument becomes its address, a TMA descriptor is described again over the
+    new address of the tensor it views)."""
 
-    __slots__ = ("launch", "head", "template", "pointer_slots")
+    __slots__ = ("launch", "head", "template", "pointer_slots", "descriptor_slots")
 
     def __init__(self, compiled, grid: tuple[int, int, int], arguments: list, slot_of) -> None:
         launcher = compiled.run  # loads the module on first use
@@ -124,15 +150,23 @@ class _Step:
                      launcher.launch_pdl, None, None, compiled.packed_metadata, None, None, None]
         self.template = list(arguments)
         self.pointer_slots = []
+        self.descriptor_slots = []
         for position, value in enumerate(arguments):
             if isinstance(value, torch.Tensor):
                 self.pointer_slots.append((position, slot_of(value)))
+                self.template[position] = None
+            elif isinstance(value, TensorDescriptor):
+                # The descriptor views one of the call's tensors (x as an (N*H*W, C) matrix):
+                # same start address, shape and strides fixed by the plan's key.
+                self.descriptor_slots.append((position, slot_of(value.base, by_address=True), value))
                 self.template[position] = None
 
     def __call__(self, stream: int, pointers: list[int]) -> None:
         arguments = self.template.copy()
         for position, slot in self.pointer_slots:
             arguments[position] = pointers[slot]
+        for position, slot, like in self.descriptor_slots:
+            arguments[position] = _Descriptor(pointers[slot], like)
         head = self.head.copy()
         head[3] = stream
         self.launch(*head, *arguments)
@@ -157,14 +191,23 @@ class CallPlan:
         derived: list[torch.Tensor] = []
         weight = tensors[_WEIGHT]
 
-        def slot_of(t: torch.Tensor) -> int:
-            for slot, candidate in enumerate(own):
-                if t is candidate:
-                    return slot
+        def slot_of(t: torch.Tensor, by_address: bool = False) -> int:
+            """Where ``t`` comes from: one of the call's tensors (by identity, or for a view
+            by start address), else a derived copy of its weight. A tensor that two of the
+            call's arguments are (input passed as residual too) is refused: a later call
+            may pass two different tensors there."""
+            if by_address:
+                matches = [slot for slot, c in enumerate(own) if c is not None and c.data_ptr() == t.data_ptr()]
+            else:
+                matches = [slot for slot, candidate in enumerate(own) if t is candidate]
+            if len(matches) > 1:
+                raise _Unplannable("two of the call's arguments are the same tensor")
+            if matches:
+                return matches[0]
             for index, candidate in enumerate(derived):
                 if t is candidate:
                     return len(own) + index
-            again = derivation(weight, t)
+            again = None if by_address else derivation(weight, t)
             if again is None:
                 raise _Unplannable("a launch reads a tensor that is not the call's own")
             derived.append(t)

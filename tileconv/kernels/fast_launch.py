@@ -90,8 +90,8 @@ def stats() -> dict[str, int]:
 def launch(kernel, grid: tuple, *args: object, **kwargs: object):
     """``kernel[grid](*args, **kwargs)``, through the compiled kernel when the same
     arguments (tensors by dtype and 16-byte alignment, everything else by value) were
-    launched before. Returns the compiled kernel. Arguments must be tensors, numbers,
-    strings, booleans or None (TMA descriptors go through ``kernel[grid]`` directly)."""
+    launched before. Returns the compiled kernel. A launch with an unhashable argument (a
+    TMA descriptor) goes through Triton's dispatch every time, but is still recorded."""
     if INTERPRET:
         return kernel[grid](*args, **kwargs)
     # One comprehension, no call per argument: this key is the whole cost of a repeat.
@@ -101,7 +101,10 @@ def launch(kernel, grid: tuple, *args: object, **kwargs: object):
     key = (kernel, torch.cuda.current_device() if torch.cuda.is_initialized() else None,
            *[(a.dtype, a.data_ptr() % 16 == 0) if isinstance(a, torch.Tensor) else a for a in args],
            *[(k, (v.dtype, v.data_ptr() % 16 == 0) if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()])
-    plan = _plans.get(key)
+    try:
+        plan = _plans.get(key)
+    except TypeError:  # an unhashable argument (a TMA descriptor): Triton's dispatch each time
+        plan, key = None, None
     if plan is None:
         _counts["misses"] += 1
         compiled = kernel[grid](*args, **kwargs)
@@ -111,9 +114,10 @@ def launch(kernel, grid: tuple, *args: object, **kwargs: object):
             return compiled
         defaults = {p.name: p.default for p in kernel.params}
         tail = [(name, defaults[name]) for name in kernel.arg_names[len(args):]]
-        if len(_plans) >= MAX_PLANS:
-            _plans.clear()
-        _plans[key] = (compiled, tail)
+        if key is not None:
+            if len(_plans) >= MAX_PLANS:
+                _plans.clear()
+            _plans[key] = (compiled, tail)
         if _recording is not None:
             _recording.steps.append(
                 (compiled, (*grid, 1, 1)[:3], [*args, *[kwargs.get(name, default) for name, default in tail]]))

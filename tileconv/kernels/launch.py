@@ -145,7 +145,7 @@ def launch_gemm_1x1(
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.k, config.block_n),)
-    return conv1x1_tma_kernel[grid](  # TMA descriptors: Triton's own launch
+    return launch(conv1x1_tma_kernel, grid,
         a_desc, b_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
         *epilogue_strides, **epilogue,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
