@@ -97,6 +97,27 @@ def test_a_tma_descriptor_is_described_again_over_the_new_address(fake_stream):
     assert b2.base.data_ptr() == w.data_ptr() and (o2, five) == (out2.data_ptr(), 5)
 
 
+def test_scratch_is_allocated_afresh_and_nothing_recorded_stays_alive(fake_stream):
+    import gc
+    import weakref
+
+    log = []
+    x, w = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 1, 1)
+    with fast_launch.recording() as record:
+        out = torch.zeros(1, 5, 4, 4)
+        partial = fast_launch.workspace((2, 16, 5), torch.float32, torch.device("cpu"))
+    record.steps = [(_FakeCompiled(log), (1, 1, 1), [x, w, partial]), (_FakeCompiled(log), (1, 1, 1), [partial, out])]
+    record.triton_launches = 2
+    plan = call_plans.CallPlan(record, [x, w, None, None], out)
+    alive = [weakref.ref(t) for t in (x, partial, out)]
+    del x, partial, out, record
+    gc.collect()
+    assert all(ref() is None for ref in alive), "a plan keeps a recorded tensor alive"
+    out2 = plan(torch.ones(1, 3, 4, 4), w, None, None)
+    first, second = log
+    assert first[13 + 2] == second[13] and second[13 + 1] == out2.data_ptr()
+
+
 @pytest.mark.parametrize("why", ["foreign_tensor", "launch_around_recorder", "incomplete", "scratch", "aliased"])
 def test_calls_that_cannot_be_replayed_exactly_are_refused(fake_stream, why: str):
     log = []
@@ -224,9 +245,11 @@ def test_a_misaligned_view_gets_its_own_plan(seed: int):
 
 
 @pytest.mark.gpu
-def test_the_tma_1x1_kernel_is_replayed(seed: int, monkeypatch):
+@pytest.mark.parametrize("algo", ["gemm_1x1", "split_k"])
+def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str):
     """gemm_1x1 reads its operands through TMA descriptors, which a replay describes again
-    over each call's tensors."""
+    over each call's tensors; split-K sums partial results in a scratch tensor, which a
+    replay allocates afresh (two launches per call)."""
     from tileconv import dispatch
     from tileconv.kernels import ALGORITHMS, LaunchConfig
 
@@ -234,10 +257,12 @@ def test_the_tma_1x1_kernel_is_replayed(seed: int, monkeypatch):
     monkeypatch.setattr(call_plans, "_plans", {})
     original = dispatch.select
 
-    def tma(problem, algo="auto", device=None):
+    def tma(problem, algo_=algo, device=None):
         if (problem.r, problem.s) == (1, 1):
-            return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)
-        return original(problem, algo, device)
+            if algo == "gemm_1x1":
+                return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)
+            return ALGORITHMS["implicit_gemm"], LaunchConfig(64, 64, 32, 8, 4, 3, split_k=4)
+        return original(problem, "auto", device)
 
     monkeypatch.setattr(dispatch, "select", tma)
     gen = torch.Generator(device="cuda").manual_seed(seed)

@@ -18,8 +18,9 @@ call's pointers, straight to Triton's compiled launcher.
 Calls that are never planned take the normal path each time: autograd (a tensor needs a
 gradient), autocast, torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton
 launch hook (a profiler) being set, unbatched input, CPU tensors, and any call whose
-launches touch another tensor (a split-K workspace, a bias made contiguous), or that passes
-one tensor as two arguments. Plans are dropped with the selection cache
+launches touch another tensor (a bias made contiguous), or that passes one tensor as two
+arguments. Scratch tensors taken from :func:`tileconv.kernels.fast_launch.workspace` (split-K's
+partial sums) are allocated afresh by each replay. Plans are dropped with the selection cache
 (:func:`tileconv.dispatch.clear_selection_cache`), so a new tuning result is used.
 """
 
@@ -125,9 +126,9 @@ class _Descriptor:
 
     __slots__ = ("base", "shape", "strides", "block_shape", "padding")
 
-    def __init__(self, address: int, like: TensorDescriptor) -> None:
+    def __init__(self, address: int, layout: tuple) -> None:
         self.base = _Address(address)
-        self.shape, self.strides, self.block_shape, self.padding = like.shape, like.strides, like.block_shape, like.padding
+        self.shape, self.strides, self.block_shape, self.padding = layout
 
 
 class _Step:
@@ -158,18 +159,32 @@ class _Step:
             elif isinstance(value, TensorDescriptor):
                 # The descriptor views one of the call's tensors (x as an (N*H*W, C) matrix):
                 # same start address, shape and strides fixed by the plan's key.
-                self.descriptor_slots.append((position, slot_of(value.base, by_address=True), value))
+                # Only its layout is kept: the recorded descriptor's base would keep the input alive.
+                layout = (list(value.shape), list(value.strides), list(value.block_shape), value.padding)
+                self.descriptor_slots.append((position, slot_of(value.base, by_address=True), layout))
                 self.template[position] = None
 
     def __call__(self, stream: int, pointers: list[int]) -> None:
         arguments = self.template.copy()
         for position, slot in self.pointer_slots:
             arguments[position] = pointers[slot]
-        for position, slot, like in self.descriptor_slots:
-            arguments[position] = _Descriptor(pointers[slot], like)
+        for position, slot, layout in self.descriptor_slots:
+            arguments[position] = _Descriptor(pointers[slot], layout)
         head = self.head.copy()
         head[3] = stream
         self.launch(*head, *arguments)
+
+
+class _Workspace:
+    """A replayed call's scratch tensor: new each call, like the recorded one."""
+
+    __slots__ = ("shape", "dtype", "device")
+
+    def __init__(self, like: torch.Tensor) -> None:
+        self.shape, self.dtype, self.device = tuple(like.shape), like.dtype, like.device
+
+    def __call__(self, _weight: torch.Tensor) -> torch.Tensor:
+        return torch.empty(self.shape, dtype=self.dtype, device=self.device)
 
 
 class _Unplannable(Exception):
@@ -207,6 +222,10 @@ class CallPlan:
             for index, candidate in enumerate(derived):
                 if t is candidate:
                     return len(own) + index
+            if any(t is w for w in record.workspaces):  # scratch: a replay allocates its own
+                derived.append(t)
+                self.derivations.append(_Workspace(t))
+                return len(own) + len(derived) - 1
             again = None if by_address else derivation(weight, t)
             if again is None:
                 raise _Unplannable("a launch reads a tensor that is not the call's own")
@@ -222,8 +241,8 @@ class CallPlan:
         out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.out_dtype, device=input.device)
         pointers = [input.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
                     0 if residual is None else residual.data_ptr(), out.data_ptr()]
-        for again in self.derivations:
-            pointers.append(again(weight).data_ptr())
+        extra = [again(weight) for again in self.derivations]  # derived weights, scratch: alive until launched
+        pointers += [t.data_ptr() for t in extra]
         stream = torch._C._cuda_getCurrentRawStream(self.device_index)
         for step in self.steps:
             step(stream, pointers)

@@ -34,12 +34,14 @@ _counts = {"hits": 0, "misses": 0}
 
 class Recording:
     """What :func:`recording` saw: ``steps``, each (compiled kernel, 3D grid, every kernel
-    argument in order) for a launch through :func:`launch`; ``triton_launches``, the
+    argument in order) for a launch through :func:`launch`; ``workspaces``, the scratch
+    tensors the call took from :func:`workspace`; ``triton_launches``, the
     Triton launches by any route (counted by Triton's launch hook). A call can be
     replayed from ``steps`` only when the two agree and ``complete`` is set."""
 
     def __init__(self) -> None:
         self.steps: list[tuple[object, tuple[int, int, int], list]] = []
+        self.workspaces: list[torch.Tensor] = []
         self.triton_launches = 0
         self.complete = True
 
@@ -52,6 +54,16 @@ class Recording:
 
 
 _recording: Recording | None = None
+
+
+def workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """An uninitialised scratch tensor for the launches of one call (split-K's partial
+    sums). Taken from here, a recorded call knows it as scratch, which a replay allocates
+    afresh, rather than as a tensor it cannot account for."""
+    t = torch.empty(shape, dtype=dtype, device=device)
+    if _recording is not None:
+        _recording.workspaces.append(t)
+    return t
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
 from .direct import conv2d_direct_kernel
 from .fast_launch import launch
+from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .weights import block_diagonal_weight, channel_minor_weight, channels_last_weight
@@ -88,7 +89,7 @@ def launch_implicit_gemm(
     grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.gemm_n, config.block_n) * problem.groups, split_k)
     workspace = out
     if split_k > 1:
-        workspace = torch.empty((split_k, problem.gemm_m, problem.k), device=out.device, dtype=torch.float32)
+        workspace = scratch((split_k, problem.gemm_m, problem.k), torch.float32, out.device)
     compiled = launch(conv2d_implicit_gemm_kernel, grid,
         *args, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs, ws_ptr=workspace, SPLIT_K=split_k,
