@@ -44,7 +44,7 @@ def _record(*steps, triton_launches=None):
 @pytest.fixture
 def fake_stream(monkeypatch):
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda index: 77, raising=False)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 0, raising=False)
     monkeypatch.setattr(call_plans, "_counts", {"replays": 0, "recorded": 0, "refused": 0})
 
 

@@ -90,7 +90,7 @@ def plan_key(input, weight, bias, residual, stride, padding, dilation, groups, a
             return None
         key = (_tensor_part(input), _tensor_part(weight), _tensor_part(bias), _tensor_part(residual),
                stride, padding, dilation, groups, activation, torch._C._get_cudnn_allow_tf32(),
-               torch.cuda.current_device())
+               torch._C._cuda_getDevice())  # torch.cuda.current_device() minus its Python wrapper
         hash(key)
     except (AttributeError, TypeError):  # a non-tensor argument (validation names it) or a list
         return None
@@ -235,7 +235,7 @@ class CallPlan:
 
         self.steps = [_Step(compiled, grid, arguments, slot_of) for compiled, grid, arguments in record.steps]
         self.out_shape, self.out_stride, self.out_dtype = tuple(out.shape), out.stride(), out.dtype
-        self.device_index = torch.cuda.current_device()  # part of the key: launches go to the current GPU
+        self.device_index = torch._C._cuda_getDevice()  # part of the key: launches go to the current GPU
 
     def __call__(self, input, weight, bias, residual) -> torch.Tensor:
         out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.out_dtype, device=input.device)

@@ -41,6 +41,7 @@ def conv2d_direct_kernel(
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     INT64: tl.constexpr,
+    DENSE: tl.constexpr,  # groups = 1: the input pixel is loaded once for all BLOCK_N output channels
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -71,13 +72,19 @@ def conv2d_direct_kernel(
             x_tap = x_pix + ih * stride_xh + iw * stride_xw
             w_tap = w_col + r * stride_wr + s * stride_ws
             for c in range(0, C_PER_GROUP):
-                xv = tl.load(
-                    x_tap[:, None] + ((c_base + c) * stride_xc)[None, :],
-                    mask=ok[:, None] & mask_n[None, :],
-                    other=0.0,
-                )
                 wv = tl.load(w_tap + c * stride_wc, mask=mask_n, other=0.0)
-                acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+                if DENSE:
+                    # groups = 1: every output channel of the tile reads input channel c, so
+                    # one load per pixel feeds BLOCK_N multiply-adds (an outer product).
+                    xv = tl.load(x_tap + c * stride_xc, mask=ok, other=0.0)
+                    acc += xv.to(tl.float32)[:, None] * wv.to(tl.float32)[None, :]
+                else:
+                    xv = tl.load(
+                        x_tap[:, None] + ((c_base + c) * stride_xc)[None, :],
+                        mask=ok[:, None] & mask_n[None, :],
+                        other=0.0,
+                    )
+                    acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
 
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, mask_n,

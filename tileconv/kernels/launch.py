@@ -172,7 +172,7 @@ def launch_direct(
     return launch(conv2d_direct_kernel, grid,
         *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, DENSE=problem.groups == 1,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
