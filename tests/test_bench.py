@@ -470,3 +470,9 @@ def test_bench_pass_option_on_the_cpu_path(tmp_path):
     assert code == 0
     data = json.loads(json_path.read_text())
     assert data["rows"] and all(row["pass"] == "wgrad" and row["ok"] for row in data["rows"])
+
+
+def test_case_filter_names_the_suite_cases_when_nothing_matches(capsys):
+    assert cli_bench.main(["--suite", "seed", "--case", "no-such-case"]) == 2
+    err = capsys.readouterr().err
+    assert "--case 'no-such-case'" in err and "seed001 c32 hw64 k128" in err

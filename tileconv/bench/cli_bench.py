@@ -28,6 +28,8 @@ MODULE = "tileconv.bench.cli_bench"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", choices=list(SUITE_NAMES), default="seed",
                         help="problems to run (default seed; all = every suite)")
+    parser.add_argument("--case", metavar="TEXT", default=None,
+                        help="only the suite's cases whose name contains TEXT (e.g. seed001)")
     parser.add_argument("--batch", type=positive_int, default=None, help="batch size for every problem (default: the suite's)")
     parser.add_argument("--epilogue", choices=list(EPILOGUES), default="none",
                         help="fused into tileconv; the eager peer runs conv, then the same ops in PyTorch")
@@ -55,6 +57,8 @@ def bench_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--suite", args.suite, "--epilogue", args.epilogue, "--pass", getattr(args, "pass_", "fwd")]
     if args.batch is not None:
         argv += ["--batch", str(args.batch)]
+    if getattr(args, "case", None) is not None:
+        argv += ["--case", args.case]
     if getattr(args, "model", None) is not None:
         argv += ["--model", args.model]
     for name in ("train", "steps", "lr"):
@@ -78,6 +82,13 @@ def run(args: argparse.Namespace) -> int:
         from .host import run_host_cost
 
         return run_host_cost(args)
+    from .suites import get_suite
+
+    cases = [case for case in get_suite(args.suite) if getattr(args, "case", None) is None or args.case in case.name]
+    if not cases:
+        names = ", ".join(case.name for case in get_suite(args.suite))
+        print(f"--case {args.case!r} matches no case of suite {args.suite!r} (its cases: {names})", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         from .demo import run_demo
 
@@ -91,12 +102,11 @@ def run(args: argparse.Namespace) -> int:
     from .report import make_console, render_table
     from .runner import BenchItem
     from .session import exit_code, measure, write_outputs
-    from .suites import get_suite
 
     dtype, allow_tf32 = DTYPES[args.dtype]
     items = [
         BenchItem(case.suite, case.name, case.problem(dtype, args.layout, args.epilogue, args.batch, allow_tf32))
-        for case in get_suite(args.suite)
+        for case in cases
     ]
     console = make_console()
     result = measure(items, args, args.suite, console)
