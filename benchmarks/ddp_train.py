@@ -9,6 +9,8 @@ each from a fresh copy wrapped in ``DistributedDataParallel``:
 
 - ``pytorch``: PyTorch's convolutions (cuDNN), bf16 autocast, channels_last, SGD;
 - ``pytorch_rerun``: the same again: PyTorch's own run-to-run spread under DDP;
+- ``pytorch_nudged``: PyTorch from initial weights a few float32 ulps away (``bench --train``'s
+  NUDGE): the spread of chaotic training itself, which deterministic reruns do not show;
 - ``tileconv``: ``tileconv.convert(model, fuse=False)``: only the convolutions differ.
 
 Loss per step: the mean of the ranks' losses (the global batch's loss when BatchNorm is
@@ -60,7 +62,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 from tileconv.bench import train as tr  # noqa: E402
 
-DDP_RUNS = ("pytorch", "pytorch_rerun", "tileconv")
+DDP_RUNS = ("pytorch", "pytorch_rerun", "pytorch_nudged", "tileconv")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
