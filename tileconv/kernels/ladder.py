@@ -267,21 +267,19 @@ def conv2d_ladder2_tiled_kernel(
     """Programs 2 to 4: block tiling and register tiling on the CUDA cores.
 
     What changes from program 1: a program owns a BLOCK_M x BLOCK_N output tile (pixels x
-    one group's channels), and each step loads a whole K-slice, A as [BLOCK_M, BLOCK_K]
-    and B as [BLOCK_K, BLOCK_N], then reduces it with fp32 multiply-adds:
+    one group's channels) in registers (each thread a small sub-tile of acc: the seed's
+    register tiling), and each step walks a K-slice of BLOCK_K reduction elements t, one
+    rank-1 update each:
 
-        acc[m, k] += sum_{j < BLOCK_K} A[m, t0 + j] * B[t0 + j, k]
+        acc[m, k] += A[m, t] * B[t, k]    (a column of A times a row of B)
 
-    written as ``tl.sum`` of a broadcast [BLOCK_M, BLOCK_K, BLOCK_N] product, which the
-    compiler keeps in registers (each thread a small sub-tile of acc: the seed's register
-    tiling; the operand tiles pass through shared memory on their way to the threads
-    that share them: its shared-memory staging). Every loaded input value now feeds
-    BLOCK_N multiply-adds and every weight value BLOCK_M, instead of one. No ``tl.dot``.
+    Every loaded input value now feeds BLOCK_N multiply-adds and every weight value
+    BLOCK_M, instead of one. No ``tl.dot``, and on purpose no ``tl.sum`` of a broadcast
+    [BLOCK_M, BLOCK_K, BLOCK_N] product either: Triton rewrites that pattern into a
+    ``tl.dot`` at its default precision, TF32 on a GPU, which the benchmark's reference
+    check caught (relative error 7.7e-4 against strict fp32's tolerance of a few 1e-6).
     """
     group, offs_m, offs_n, M = _tile_of(N, P, Q, K_PER_GROUP, BLOCK_M, BLOCK_N, INT64)
-    offs_t = tl.arange(0, BLOCK_K)
-    if INT64:
-        offs_t = offs_t.to(tl.int64)
     mask_m = offs_m < M
     mask_n = offs_n < K_PER_GROUP
     n_idx, p_idx, q_idx, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
@@ -289,12 +287,22 @@ def conv2d_ladder2_tiled_kernel(
     w_col = w_ptr + (group * K_PER_GROUP + offs_n) * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for t0 in range(0, C_PER_GROUP * R * S, BLOCK_K):
-        a, b = _load_slice(
-            x_img, w_col, ih0, iw0, mask_m, mask_n, t0 + offs_t, H, W, R, S, C_PER_GROUP,
-            dil_h, dil_w, stride_xc, stride_xh, stride_xw, stride_wc, stride_wr, stride_ws,
-        )
-        acc += tl.sum(a.to(tl.float32)[:, :, None] * b.to(tl.float32)[None, :, :], axis=1)
+    RS = R * S
+    CRS = C_PER_GROUP * RS
+    for t0 in range(0, CRS, BLOCK_K):
+        for j in tl.static_range(BLOCK_K):
+            t = t0 + j
+            if INT64:  # c * stride_xc passes 2**31 in a large NCHW input
+                t = t.to(tl.int64)
+            c = t // RS
+            r = (t - c * RS) // S
+            s = t - c * RS - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            ok = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W) & (t < CRS)
+            a = tl.load(x_img + ih * stride_xh + iw * stride_xw + c * stride_xc, mask=ok, other=0.0)
+            b = tl.load(w_col + c * stride_wc + r * stride_wr + s * stride_ws, mask=mask_n & (t < CRS), other=0.0)
+            acc += a.to(tl.float32)[:, None] * b.to(tl.float32)[None, :]
 
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, group * K_PER_GROUP + offs_n, mask_n,
