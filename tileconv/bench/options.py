@@ -9,8 +9,9 @@ import torch
 from ..kernels import ALGORITHMS
 from .peers import PEERS
 
-# --dtype name -> (tensor dtype, TF32 allowed). 'float32' is strict IEEE fp32 everywhere
-# (tileconv, cuDNN and the GEMM ceiling); 'tf32' is float32 tensors on TF32 tensor cores.
+# --dtype name -> (tensor dtype, TF32 allowed). 'float32' is strict fp32 accuracy everywhere
+# (cuDNN and the GEMM ceiling on FMA units, tileconv as error-compensated 3xTF32 on the
+# tensor cores); 'tf32' is float32 tensors on TF32 tensor cores.
 DTYPES: dict[str, tuple[torch.dtype, bool]] = {
     "float16": (torch.float16, False),
     "bfloat16": (torch.bfloat16, False),
@@ -39,7 +40,7 @@ def positive_int(text: str) -> int:
 def add_measurement_arguments(parser: argparse.ArgumentParser) -> None:
     """--dtype --layout --algo --against --repeat --json --csv --plot."""
     parser.add_argument("--dtype", choices=list(DTYPES), default="float16",
-                        help="float16 (default), bfloat16, float32 (strict IEEE) or tf32 (float32 on TF32 tensor cores)")
+                        help="float16 (default), bfloat16, float32 (strict fp32 accuracy) or tf32 (float32 on TF32 tensor cores)")
     parser.add_argument("--layout", choices=["nhwc", "nchw"], default="nhwc",
                         help="memory layout of input and output (default nhwc = channels_last)")
     parser.add_argument("--algo", choices=["auto", *ALGORITHMS, "all"], default="auto",
