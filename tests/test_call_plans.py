@@ -278,3 +278,40 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
         problem = tileconv.problem_from_arguments(x, weight, bias, activation="relu")
         assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
     assert call_plans.stats()["plans"] == 1 and call_plans.stats()["replays"] >= 2
+
+
+def test_no_problem_level_plan_inside_a_recorded_call():
+    """conv2d records its whole call; the conv2d_problem it runs inside must not record a
+    second, nested plan (a nested recording cannot count its launches: it would be refused
+    and stay refused for direct calls)."""
+    x, w = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 1, 1)
+    problem = tileconv.problem_from_arguments(x, w)
+    with fast_launch.recording():
+        assert call_plans.problem_key(problem, x, w, None, None, "auto", None) is None
+    assert call_plans.problem_key(problem, x, w, None, None, "auto", None) is None  # a CPU tensor
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("route", ["autograd", "forced_algo"])
+def test_problem_level_calls_are_replayed(seed: int, route: str):
+    """The autograd forward and a forced algorithm go through conv2d_problem, which has plans
+    of its own: fresh inputs each call, NaN-filled blocks before each, the reference after."""
+    from tileconv.functional import conv2d_problem
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    weight = (torch.randn(48, 32, 3, 3, generator=gen, device="cuda", dtype=torch.float16) / 17).requires_grad_(True)
+    replays = call_plans.stats()["replays"]
+    for call in range(3):
+        x = torch.randn(2, 32, 12, 12, generator=gen, device="cuda", dtype=torch.float16)
+        x = x.contiguous(memory_format=torch.channels_last)
+        torch.full((2, 48, 12, 12), float("nan"), device="cuda", dtype=torch.float16)
+        problem = tileconv.problem_from_arguments(x, weight, None, 1, 1, activation="relu")
+        if route == "autograd":
+            out = tileconv.conv2d(x, weight, None, 1, 1, activation="relu")
+            out.float().sum().backward()
+        else:
+            with torch.no_grad():
+                out = conv2d_problem(problem, x, weight.detach(), None, None, algo="direct")
+        ref = tileconv.conv2d_reference(x, weight.detach(), None, padding=1, activation="relu")
+        assert_conv_close(out.detach(), ref, tolerance(problem), context=f"{route} call {call}")
+    assert call_plans.stats()["replays"] >= replays + 2, "the repeated calls were not replayed"

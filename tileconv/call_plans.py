@@ -15,8 +15,12 @@ through the recorder, the call becomes a :class:`CallPlan`. A later call with th
 arguments allocates its output and hands the same kernels their arguments with this
 call's pointers, straight to Triton's compiled launcher.
 
-Calls that are never planned take the normal path each time: autograd (a tensor needs a
-gradient), autocast, torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton
+The same replay serves :func:`tileconv.functional.conv2d_problem` called directly (the
+autograd forward, ``bench --algo NAME``, the custom op's implementation), keyed by the
+problem, the forced algorithm and config, and the tensors' layouts and alignments.
+
+Calls that are never planned take the normal path each time: at the ``conv2d`` level,
+autograd (a tensor needs a gradient; its forward is planned one level down), autocast, torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton
 launch hook (a profiler) being set, unbatched input, CPU tensors, and any call whose
 launches touch another tensor (a bias made contiguous), or that passes one tensor as two
 arguments. Scratch tensors taken from :func:`tileconv.kernels.fast_launch.workspace` (split-K's
@@ -93,6 +97,23 @@ def plan_key(input, weight, bias, residual, stride, padding, dilation, groups, a
                torch._C._cuda_getDevice())  # torch.cuda.current_device() minus its Python wrapper
         hash(key)
     except (AttributeError, TypeError):  # a non-tensor argument (validation names it) or a list
+        return None
+    return key
+
+
+def problem_key(problem, x, weight, bias, residual, algo: str, config) -> tuple | None:
+    """The key of a plan for :func:`tileconv.functional.conv2d_problem` (an already
+    validated problem, a forced algorithm or config): the autograd forward, ``bench --algo
+    NAME``, the custom op's implementation. None when the call must take the normal path,
+    including inside a call being recorded (the outer call's plan covers it)."""
+    if (INTERPRET or not _enabled or fast_launch._recording is not None or not x.is_cuda
+            or torch.compiler.is_compiling() or _hooks_set()):
+        return None
+    try:
+        key = ("problem", problem, algo, config, _tensor_part(x), _tensor_part(weight), _tensor_part(bias),
+               _tensor_part(residual), torch._C._cuda_getDevice())
+        hash(key)
+    except (AttributeError, TypeError):
         return None
     return key
 
