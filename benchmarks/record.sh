@@ -1,13 +1,82 @@
 #!/bin/bash
-# One device call: correctness on the GPU, tuning, and the benchmark runs of record.
+# The runs of record, in parts that each fit one device call (10 minutes):
+#
+#   bash benchmarks/record.sh check      GPU tests, verify 2000 cases
+#   bash benchmarks/record.sh forward    tune, bench all, epilogues, bf16, NCHW, host cost
+#   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
+#   bash benchmarks/record.sh training   dgrad, wgrad, bench --train resnet50
+#   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
+#
+# Outputs go to $OUT (the device tool's folder), packed into $OUT/results.tgz after every
+# step so that a cut call still returns what it measured (the tool returns 8 files at most);
+# the log of every step to $OUT/log.txt. The tuning cache lives in /tmp/tileconv-cache and
+# is packed too: a part that benches without tuning first uses the heuristics.
+set -u
 export PYTHONUNBUFFERED=1 TILECONV_CACHE_DIR=/tmp/tileconv-cache
+OUT=${OUT:-/tmp/tileconv-out}
+R=/tmp/tileconv-record
+mkdir -p "$OUT" "$R"
 L=$OUT/log.txt
-step() { echo "=== $1" | tee -a $L; shift; (time timeout "$@") 2>&1 | tee -a $L | tail -${TAILN:-12}; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee -a $L
-TAILN=14 step info 25 python -m tileconv info
-TAILN=6 step gpu-tests 60 python -m pytest -m gpu -q -p no:cacheprovider
-TAILN=22 step verify 140 python -m tileconv verify --cases 2000 --seed 7 --device cuda --json $OUT/verify.json
-TAILN=4 step tune 90 python -m tileconv tune --suite all
-TAILN=80 step bench-all 170 python -m tileconv bench --suite all --json $OUT/all.json --plot $OUT/all.png
-TAILN=16 step bench-seed-fp32 50 python -m tileconv bench --suite seed --dtype float32 --layout nchw --json $OUT/seed-fp32.json --plot $OUT/seed-fp32.png
-TAILN=14 step sweep 45 python -m tileconv sweep --json $OUT/sweep.json --plot $OUT/sweep.png
+step() { echo "=== $1" | tee -a "$L"; shift; (time timeout "$@") 2>&1 | tee -a "$L" | tail -"${TAILN:-12}"; }
+save() {
+    cp /tmp/tileconv-cache/tuning-v1.json "$R/tuning-cache.json" 2>/dev/null
+    (cd "$R" && tar czf "$OUT/results.tgz" .)
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee -a "$L"
+
+case "${1:-}" in
+check)
+    TAILN=6 step gpu-tests 200 python -m pytest -m gpu -q -p no:cacheprovider -n 4
+    TAILN=22 step verify 300 python -m tileconv verify --cases 2000 --seed 7 --device cuda --jobs 14 --json "$R/verify.json"
+    save
+    ;;
+forward)
+    TAILN=3 step tune-resnet50 60 python -m tileconv tune --suite resnet50
+    TAILN=3 step tune-all 80 python -m tileconv tune --suite all
+    TAILN=3 step tune-bf16 40 python -m tileconv tune --suite resnet50 --dtype bfloat16
+    save
+    TAILN=3 step bench-all 150 python -m tileconv bench --suite all --json "$R/all.json" --plot "$R/all.png"
+    save
+    for epilogue in bias_relu bias_add_relu; do
+        TAILN=3 step "epilogue-$epilogue" 60 python -m tileconv bench --suite resnet50 --epilogue $epilogue \
+            --json "$R/resnet50-$epilogue.json"
+    done
+    TAILN=3 step bf16 45 python -m tileconv bench --suite resnet50 --dtype bfloat16 --json "$R/resnet50-bf16.json"
+    TAILN=3 step nchw 45 python -m tileconv bench --suite resnet50 --layout nchw --json "$R/resnet50-nchw.json"
+    TAILN=8 step host-cost 40 python -m tileconv bench --host-cost --suite resnet50 --json "$R/host.json"
+    save
+    ;;
+precision)
+    TAILN=3 step tune-seed-fp32 30 python -m tileconv tune --suite seed --dtype float32 --layout nchw
+    for dtype in float32 tf32; do
+        TAILN=3 step "seed-$dtype" 40 python -m tileconv bench --suite seed --dtype $dtype --layout nchw \
+            --json "$R/seed-$dtype-nchw.json"
+        TAILN=3 step "resnet50-$dtype" 50 python -m tileconv bench --suite resnet50 --dtype $dtype --layout nchw \
+            --json "$R/resnet50-$dtype-nchw.json"
+        save
+    done
+    TAILN=3 step ladder 90 python -m tileconv bench --suite seed --case seed001 --dtype float32 --layout nchw \
+        --algo all --json "$R/ladder.json" --plot "$R/ladder.png"
+    TAILN=3 step sweep 60 python -m tileconv sweep --json "$R/sweep.json" --plot "$R/sweep.png"
+    save
+    ;;
+training)
+    TAILN=3 step dgrad 50 python -m tileconv bench --suite resnet50 --pass dgrad --json "$R/resnet50-dgrad.json"
+    TAILN=3 step wgrad 50 python -m tileconv bench --suite resnet50 --pass wgrad --json "$R/resnet50-wgrad.json"
+    TAILN=3 step depthwise-bwd 60 python -m tileconv bench --suite depthwise --pass fwd+bwd --json "$R/depthwise-bwd.json"
+    save
+    TAILN=12 step train 150 python -m tileconv bench --train resnet50 --steps 200 --json "$R/train.json" --plot "$R/train.png"
+    save
+    ;;
+ddp)
+    TAILN=12 step train 150 python -m tileconv bench --train resnet50 --steps 200 --json "$R/train.json" --plot "$R/train.png"
+    save
+    TAILN=12 step ddp 220 python -m torch.distributed.run --nproc_per_node=2 benchmarks/ddp_train.py --model resnet50 \
+        --steps 200 --batch 16 --single "$R/train.json" --json "$R/ddp.json"
+    save
+    ;;
+*)
+    echo "usage: bash benchmarks/record.sh check|forward|precision|training|ddp" >&2
+    exit 2
+    ;;
+esac
