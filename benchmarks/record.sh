@@ -4,7 +4,7 @@
 #   bash benchmarks/record.sh check      GPU tests, verify 2000 cases
 #   bash benchmarks/record.sh forward    tune, bench all, epilogues, bf16, NCHW, host cost
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
-#   bash benchmarks/record.sh training   dgrad, wgrad, bench --train resnet50
+#   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
 #
 # Outputs go to $OUT (the device tool's folder), packed into $OUT/results.tgz after every
@@ -61,6 +61,8 @@ precision)
     save
     ;;
 training)
+    TAILN=3 step tune-bwd 120 python -m tileconv tune --suite resnet50 --pass bwd
+    save
     TAILN=3 step dgrad 50 python -m tileconv bench --suite resnet50 --pass dgrad --json "$R/resnet50-dgrad.json"
     TAILN=3 step wgrad 50 python -m tileconv bench --suite resnet50 --pass wgrad --json "$R/resnet50-wgrad.json"
     TAILN=3 step depthwise-bwd 60 python -m tileconv bench --suite depthwise --pass fwd+bwd --json "$R/depthwise-bwd.json"

@@ -7,6 +7,7 @@
 from . import nn
 from .convert import convert
 from .dispatch.tune import tune
+from .dispatch.tune_backward import tune_backward
 from .epilogue import ACTIVATION_NAMES, Activation, Epilogue
 from .functional import conv2d, poison_outputs
 from .kernels import ALGORITHMS, LaunchConfig
@@ -29,4 +30,5 @@ __all__ = [
     "poison_outputs",
     "problem_from_arguments",
     "tune",
+    "tune_backward",
 ]

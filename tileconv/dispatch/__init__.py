@@ -87,13 +87,29 @@ def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorit
     return algorithm
 
 
+_backward_selected: dict[tuple, BackwardConfig] = {}
+
+
 def backward_config(problem: ConvProblem, algorithm: BackwardAlgorithm, gradient: str) -> BackwardConfig:
-    """The launch config of ``gradient`` ('dgrad' or 'wgrad') for ``algorithm``."""
-    return default_backward_config(problem, algorithm.name, gradient)
+    """The launch config of ``gradient`` ('dgrad' or 'wgrad') for ``algorithm``: the tuned
+    one for this GPU model and Triton version if ``tileconv tune --pass`` measured it for
+    the algorithm the dispatcher picks, else the heuristics'. Remembered per problem."""
+    device = _default_device()
+    key = (problem, algorithm.name, gradient, device)
+    hit = _backward_selected.get(key)
+    if hit is not None:
+        return hit
+    tuned = None
+    if algorithm.name == choose_backward_algorithm(problem):
+        tuned = cache.lookup_backward(problem, gradient, device)
+    config = tuned if tuned is not None else default_backward_config(problem, algorithm.name, gradient)
+    _backward_selected[key] = config
+    return config
 
 
 def clear_selection_cache() -> None:
     """Forget every remembered choice and the parsed tuning cache (after tuning, or in tests)."""
     _selected.clear()
+    _backward_selected.clear()
     cache.reload()
     call_plans.clear()

@@ -53,7 +53,7 @@ from typing import Any
 import torch
 import triton
 
-from ..kernels import ALGORITHMS, LaunchConfig
+from ..kernels import ALGORITHMS, BackwardConfig, LaunchConfig
 from ..problem import ConvProblem
 
 try:  # POSIX; elsewhere writers are not serialised (os.replace still keeps the file whole)
@@ -120,6 +120,33 @@ def entry_key(problem: ConvProblem, device: str, triton_ver: str | None = None) 
     """``f"{device}|triton-{version}|{problem.cache_key()}"``; ``device`` is a
     :func:`device_name`."""
     return f"{device}|triton-{triton_ver or triton_version()}|{problem.cache_key()}"
+
+
+def backward_key(problem: ConvProblem, device: str, gradient: str, triton_ver: str | None = None) -> str:
+    """The key of ``problem``'s tuned ``gradient`` ('dgrad' or 'wgrad') config: the forward's
+    :func:`entry_key` and ``|dgrad`` or ``|wgrad``."""
+    return f"{entry_key(problem, device, triton_ver)}|{gradient}"
+
+
+def make_backward_entry(
+    algorithm: str,
+    config: BackwardConfig,
+    gradient: str,
+    *,
+    time_ms: float | None = None,
+    default_ms: float | None = None,
+    problem: ConvProblem | None = None,
+) -> Entry:
+    """The JSON value stored for one backward winner (``gradient`` marks it as one)."""
+    entry: Entry = {"algorithm": algorithm, "gradient": gradient, "config": config.to_dict()}
+    if time_ms is not None:
+        entry["time_ms"] = round(float(time_ms), 6)
+    if default_ms is not None:
+        entry["default_ms"] = round(float(default_ms), 6)
+    if problem is not None:
+        entry["problem"] = problem.describe()
+    entry["tuned_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return entry
 
 
 def make_entry(
@@ -255,6 +282,19 @@ def lookup(problem: ConvProblem, device: torch.device | str | int | None = None)
     """The cached winner for ``problem`` on ``device`` with this Triton, if tuned."""
     entry = _entries(cache_file()).get(entry_key(problem, device_name(device)))
     return parse_entry(entry) if entry is not None else None
+
+
+def lookup_backward(problem: ConvProblem, gradient: str,
+                    device: torch.device | str | int | None = None) -> BackwardConfig | None:
+    """The tuned ``gradient`` config for ``problem`` on ``device`` with this Triton, if any
+    (None too for an entry this version cannot read)."""
+    entry = _entries(cache_file()).get(backward_key(problem, device_name(device), gradient))
+    if entry is None or entry.get("gradient") != gradient:
+        return None
+    try:
+        return BackwardConfig.from_dict(entry["config"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 # --------------------------------------------------------------------- writing

@@ -504,6 +504,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compile-workers", type=int, default=None,
                         help="threads compiling candidates (default min(8, CPUs); 1: one at a time)")
     parser.add_argument("--device", default=None, help="CUDA device, e.g. cuda:1 (default: the current one)")
+    parser.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "dgrad", "wgrad", "bwd"),
+                        help="what to tune: the forward (default), the input gradient, the weight gradient, "
+                             "or both gradients (bwd)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -525,12 +528,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"tileconv tune: {len(problems)} problems of suite {args.suite!r} on "
           f"{cache.device_name(device)}; cache {cache.cache_file()}", flush=True)
     start = time.perf_counter()
+    if getattr(args, "pass_", "fwd") != "fwd":
+        return _run_backward(problems, device, args, start)
     results = tune(
         problems, device=device, force=args.force, max_seconds=args.max_seconds,
         max_candidates=args.max_candidates, compile_workers=args.compile_workers,
     )
     _print_summary(results, time.perf_counter() - start)
     return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _run_backward(problems: list[ConvProblem], device, args: argparse.Namespace, start: float) -> int:
+    """``tune --pass dgrad|wgrad|bwd``: :func:`tileconv.dispatch.tune_backward.tune_backward`."""
+    from .tune_backward import result_line, tune_backward
+
+    gradients = ("dgrad", "wgrad") if args.pass_ == "bwd" else (args.pass_,)
+    results = tune_backward(problems, gradients=gradients, device=device, force=args.force,
+                            max_candidates=args.max_candidates,
+                            report=lambda result: print(result_line(result), flush=True))
+    counts = {status: sum(r.status == status for r in results) for status in ("tuned", "cached", "failed")}
+    speedups = [r.speedup for r in results if r.speedup]
+    line = (f"{counts['tuned']} tuned, {counts['cached']} already cached, {counts['failed']} failed "
+            f"in {time.perf_counter() - start:.1f} s")
+    if speedups:
+        line += f"; geometric-mean speedup over the heuristics {math.exp(sum(map(math.log, speedups)) / len(speedups)):.2f}x"
+    print(line + f"; cache: {cache.cache_file()}")
+    return 1 if counts["failed"] else 0
 
 
 def _print_summary(results: list[TuneResult], seconds: float) -> None:

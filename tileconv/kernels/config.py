@@ -58,6 +58,11 @@ class BackwardConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def __str__(self) -> str:
+        split = "auto" if self.split_k == 0 else str(self.split_k)
+        return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages} "
+                f"split-k {split}")
+
     @classmethod
     def from_dict(cls, data: dict) -> BackwardConfig:
         return cls(**{k: int(data[k]) for k in cls.__dataclass_fields__ if k in data})

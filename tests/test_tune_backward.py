@@ -1,0 +1,125 @@
+"""Tuning the backward kernels: candidates, ``tileconv.tune_backward``, the cache entries
+and ``dispatch.backward_config`` reading them. Each test has its own cache folder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+import tileconv
+from tileconv import ConvProblem
+from tileconv.dispatch import backward_config, cache, clear_selection_cache
+from tileconv.dispatch import tune as tune_module
+from tileconv.dispatch import tune_backward as tb
+from tileconv.dispatch.heuristics import default_backward_config
+from tileconv.functional import conv2d_backward_problem
+from tileconv.kernels import BackwardConfig, get_backward_algorithm
+from tileconv.kernels.backward import aten_convolution_backward
+from tileconv.testing import assert_conv_close, random_inputs, tolerance
+
+TINY = ConvProblem(n=1, c=16, h=5, w=5, k=16, r=3, s=3, padding=(1, 1))
+TINY_DW = ConvProblem(n=1, c=8, h=5, w=5, k=8, r=3, s=3, padding=(1, 1), groups=8)
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch) -> Path:
+    directory = tmp_path / "tileconv-cache"
+    monkeypatch.setenv("TILECONV_CACHE_DIR", str(directory))
+    clear_selection_cache()
+    yield directory
+    clear_selection_cache()
+
+
+def _timer(device: str):
+    return None if device == "cuda" else (lambda fn: tune_module.wall_clock_timer(fn, repeats=1))
+
+
+@pytest.mark.parametrize("problem, algorithm", [(TINY, "implicit_gemm"), (TINY_DW, "depthwise")])
+@pytest.mark.parametrize("gradient", ["dgrad", "wgrad"])
+def test_candidates_start_from_the_heuristics_and_never_repeat(problem, algorithm, gradient):
+    configs = tb.backward_candidates(problem, algorithm, gradient, limit=50)
+    assert configs[0] == default_backward_config(problem, algorithm, gradient)
+    assert len(configs) == len(set(configs)) > 3
+    low = min(16, configs[0].block_m, configs[0].block_n)
+    assert all(low <= c.block_m <= 256 and low <= c.block_n <= 256 for c in configs[1:])
+    if gradient == "wgrad":
+        assert {1, 4, 16} <= {c.split_k for c in configs}
+    else:
+        assert {c.split_k for c in configs} == {configs[0].split_k}
+    assert len(tb.backward_candidates(problem, algorithm, gradient, limit=2)) == 2
+
+
+def test_tune_backward_stores_correct_winners_that_the_backward_uses(device, seed):
+    results = tileconv.tune_backward([TINY, TINY], device=device, max_candidates=2, timer=_timer(device))
+    assert [(r.problem, r.gradient) for r in results] == [(TINY, "dgrad"), (TINY, "wgrad")]  # duplicates once
+    for result in results:
+        assert result.status == "tuned", result.message
+        assert result.time_ms == min(ms for _, ms in result.timings) and result.default_ms is not None
+        assert cache.lookup_backward(TINY, result.gradient, device) == result.config
+        algorithm = get_backward_algorithm("implicit_gemm")
+        assert backward_config(TINY, algorithm, result.gradient) == result.config
+    again = tileconv.tune_backward([TINY], gradients=["wgrad"], device=device)
+    assert again[0].status == "cached" and again[0].config == results[1].config
+    # The gradients through the tuned configs are right.
+    inputs = random_inputs(TINY, device, seed)
+    grad = torch.randn(TINY.output_shape, device=device).to(TINY.dtype)
+    with tileconv.poison_outputs():
+        grad_x, grad_w = conv2d_backward_problem(TINY, grad, inputs.x, inputs.weight)
+    ref_x, ref_w = aten_convolution_backward(TINY, grad.double().cpu(), inputs.x.double().cpu(),
+                                             inputs.weight.double().cpu(), True, True)
+    assert_conv_close(grad_x, ref_x, tolerance(TINY, TINY.k * 9), context="dgrad, tuned config")
+    assert_conv_close(grad_w, ref_w, tolerance(TINY, TINY.gemm_m), context="wgrad, tuned config")
+
+
+def test_failing_and_wrong_candidates_are_rejected(device, monkeypatch):
+    good = default_backward_config(TINY, "implicit_gemm", "dgrad")
+    failing = replace(good, block_m=24)  # not a power of two: the kernel does not compile
+    monkeypatch.setattr(tb, "backward_candidates", lambda *args, **kwargs: [good, failing])
+    (result,) = tileconv.tune_backward([TINY], gradients=["dgrad"], device=device, timer=_timer(device), store=False)
+    assert result.status == "tuned" and result.config == good
+    assert [config for config, _ in result.rejected] == [failing]
+    assert cache.lookup_backward(TINY, "dgrad", device) is None  # store=False
+
+    real = get_backward_algorithm("implicit_gemm")
+
+    def zeros(problem, grad, weight, grad_input, config):
+        grad_input.zero_()
+
+    monkeypatch.setattr(tb, "get_backward_algorithm", lambda name: replace(real, dgrad=zeros))
+    (result,) = tileconv.tune_backward([TINY], gradients=["dgrad"], device=device, timer=_timer(device))
+    assert result.status == "failed" and "wrong result" in result.message
+    assert cache.lookup_backward(TINY, "dgrad", device) is None
+
+
+def test_a_backward_entry_is_read_only_as_what_it_says_it_is(device):
+    name = cache.device_name(device)
+    config = BackwardConfig(block_m=32, block_n=16, block_k=16, split_k=4, num_warps=2, num_stages=2)
+    entry = cache.make_backward_entry("implicit_gemm", config, "wgrad")
+    cache.store({cache.backward_key(TINY, name, "wgrad"): entry,
+                 cache.backward_key(TINY, name, "dgrad"): {**entry, "config": {"block_m": "wide"}}})
+    assert cache.lookup_backward(TINY, "wgrad", device) == config
+    assert cache.lookup_backward(TINY, "dgrad", device) is None  # malformed: heuristics instead
+    assert cache.lookup(TINY, device) is None  # the forward's key is another key
+    clear_selection_cache()
+    assert backward_config(TINY, get_backward_algorithm("implicit_gemm"), "wgrad") == config
+    # A forced algorithm that is not the dispatcher's pick keeps its own heuristics.
+    assert backward_config(TINY, get_backward_algorithm("aten"), "wgrad") == default_backward_config(
+        TINY, "aten", "wgrad")
+
+
+def test_unknown_gradient_is_refused():
+    with pytest.raises(ValueError, match="'dgrad' or 'wgrad'"):
+        tileconv.tune_backward([TINY], gradients=["fwd"])
+
+
+def test_the_command_takes_a_pass(capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    tune_module.add_arguments(parser)
+    assert parser.parse_args(["--pass", "bwd"]).pass_ == "bwd"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--pass", "backward"])

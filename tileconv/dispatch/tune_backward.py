@@ -1,0 +1,219 @@
+"""Tuning the backward kernels: the dgrad and wgrad launch configs of each problem.
+
+``tileconv.tune_backward(problems)`` and ``python -m tileconv tune --pass dgrad|wgrad|bwd``.
+The backward configs were sized from the forward's tiles and never measured (ResNet-50 on an
+H200: dgrad 0.43x, wgrad 0.26x of cuDNN's ``convolution_backward``); this races them.
+
+For each problem and gradient:
+
+1. random inputs, weight and upstream gradient on the device; the float64 reference of
+   both gradients from ``aten.convolution_backward`` on the same device;
+2. the candidates of :func:`backward_candidates` for the backward algorithm the dispatcher
+   picks (``implicit_gemm``, or ``depthwise`` for groups = C): the heuristics' config
+   first, then tile, warp and stage variants and, for wgrad, split-K factors; each runs
+   once into a NaN-filled gradient (compiling it) and is checked against the reference
+   with :func:`tileconv.testing.tolerance` for its reduction length;
+3. the correct ones are timed as CUDA-graph replays (:func:`.tune.cuda_timer`: the
+   kernels' time, L2 flushed), the fastest is written to the tuning cache under the
+   forward's key and ``|dgrad`` / ``|wgrad`` (:func:`.cache.backward_key`), where
+   :func:`tileconv.dispatch.backward_config` finds it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from ..kernels import BackwardConfig, get_backward_algorithm
+from ..kernels.backward import aten_convolution_backward
+from ..problem import ConvProblem
+from ..testing import random_inputs, tolerance
+from . import cache, clear_selection_cache
+from .heuristics import choose_backward_algorithm, default_backward_config
+from .tune import (
+    Timer,
+    _describe_error,
+    _device_context,
+    _resolve_device,
+    _wrong_result,
+    cuda_timer,
+    wall_clock_timer,
+)
+
+GRADIENTS = ("dgrad", "wgrad")
+DEFAULT_MAX_CANDIDATES = 10
+
+
+def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
+                        limit: int = DEFAULT_MAX_CANDIDATES) -> list[BackwardConfig]:
+    """The configs raced for ``gradient`` of ``problem`` on ``algorithm``: the heuristics'
+    own first, then variants of it (tile sizes halved and doubled up to 256 and down to 16,
+    or to the heuristics' own narrower CUDA-core tile, 4 or 8
+    warps, 2 to 4 stages; for wgrad split-K of 1, 4, 16 beside the launcher's own
+    choice), without duplicates, at most ``limit``."""
+    base = default_backward_config(problem, algorithm, gradient)
+    variants: list[BackwardConfig] = [base]
+    smallest = min(16, base.block_m, base.block_n)  # tl.dot's 16, or a CUDA-core kernel's narrower tile
+
+    def add(config: BackwardConfig) -> None:
+        if config not in variants and all(smallest <= v <= 256 for v in (config.block_m, config.block_n)):
+            variants.append(config)
+
+    if gradient == "wgrad":  # the reduction over N*P*Q: how many programs share it matters most
+        for split in (1, 4, 16):
+            add(replace(base, split_k=split))
+    for field_name in ("block_m", "block_n"):
+        value = getattr(base, field_name)
+        add(replace(base, **{field_name: value * 2}))
+        add(replace(base, **{field_name: value // 2}))
+    if algorithm != "depthwise":
+        add(replace(base, block_k=32 if base.block_k == 64 else 64))
+        add(replace(base, num_stages=2 if base.num_stages >= 3 else 3))
+        add(replace(base, num_stages=4))
+    add(replace(base, num_warps=8 if base.num_warps == 4 else 4))
+    return variants[:limit]
+
+
+@dataclass
+class BackwardTuneResult:
+    """What tuning did for one (problem, gradient)."""
+
+    problem: ConvProblem
+    gradient: str
+    key: str
+    status: str  # "tuned", "cached" or "failed"
+    algorithm: str | None = None
+    config: BackwardConfig | None = None
+    time_ms: float | None = None
+    default_ms: float | None = None
+    timings: list[tuple[BackwardConfig, float]] = field(default_factory=list)
+    rejected: list[tuple[BackwardConfig, str]] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def speedup(self) -> float | None:
+        if self.status != "tuned" or not self.time_ms or not self.default_ms:
+            return None
+        return self.default_ms / self.time_ms
+
+
+def _gradient_buffer(problem: ConvProblem, gradient: str, device: torch.device) -> torch.Tensor:
+    if gradient == "dgrad":
+        fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
+        out = torch.empty(problem.input_shape, dtype=problem.dtype, device=device, memory_format=fmt)
+    else:
+        out = torch.empty(problem.weight_shape, dtype=problem.dtype, device=device)
+    return out.fill_(float("nan"))
+
+
+def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.device, timer: Timer,
+                   max_candidates: int, seed: int) -> BackwardTuneResult:
+    algorithm = get_backward_algorithm(choose_backward_algorithm(problem))
+    launcher = algorithm.dgrad if gradient == "dgrad" else algorithm.wgrad
+    result = BackwardTuneResult(problem, gradient, key, "failed", algorithm.name)
+    inputs = random_inputs(problem, device, seed, draw_on_device=device.type == "cuda")
+    fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
+    generator = torch.Generator(device=device).manual_seed(seed + 1)
+    grad = torch.randn(problem.output_shape, generator=generator, device=device, dtype=torch.float32)
+    grad = grad.to(problem.dtype).contiguous(memory_format=fmt)
+    need_x, need_w = gradient == "dgrad", gradient == "wgrad"
+    ref_x, ref_w = aten_convolution_backward(problem, grad.double(), inputs.x.double(), inputs.weight.double(),
+                                             need_x, need_w)
+    reference = ref_x if need_x else ref_w
+    tol = tolerance(problem, problem.k_per_group * problem.r * problem.s if need_x else problem.gemm_m)
+    operand = inputs.weight if need_x else inputs.x
+    out = _gradient_buffer(problem, gradient, device)
+    for index, config in enumerate(backward_candidates(problem, algorithm.name, gradient, max_candidates)):
+        def launch(config=config) -> None:
+            launcher(problem, grad, operand, out, config)
+
+        try:
+            out.fill_(float("nan"))
+            launch()
+            why = _wrong_result(out, reference, tol)
+            if why is None:
+                ms = timer(launch)
+        except Exception as err:  # noqa: BLE001 - a failing candidate is rejected, not fatal
+            why = _describe_error(err)
+        if why is not None:
+            result.rejected.append((config, why))
+            continue
+        result.timings.append((config, ms))
+        if index == 0:
+            result.default_ms = ms
+    if not result.timings:
+        result.message = "; ".join(f"{c}: {why}" for c, why in result.rejected[:3]) or "no candidate"
+        return result
+    result.config, result.time_ms = min(result.timings, key=lambda timing: timing[1])
+    result.status = "tuned"
+    return result
+
+
+def tune_backward(
+    problems: Sequence[ConvProblem],
+    *,
+    gradients: Sequence[str] = GRADIENTS,
+    device: torch.device | str | int | None = None,
+    force: bool = False,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    timer: Timer | None = None,
+    seed: int = 0,
+    store: bool = True,
+    report: Callable[[BackwardTuneResult], None] | None = None,
+) -> list[BackwardTuneResult]:
+    """Measure dgrad / wgrad configs for each problem and keep the fastest correct one in
+    the tuning cache (see the module's docstring). ``gradients``: which of 'dgrad' and
+    'wgrad'; ``force`` re-measures cached ones; ``timer(fn) -> ms`` (default: CUDA-graph
+    replays on a GPU, wall clock on the CPU under the interpreter); ``report`` is called
+    with each result as it is done. Returns one result per distinct (problem, gradient).
+    Problems whose backward runs on PyTorch's ``aten`` are skipped."""
+    for gradient in gradients:
+        if gradient not in GRADIENTS:
+            raise ValueError(f"gradients={tuple(gradients)!r}: each must be 'dgrad' or 'wgrad'")
+    device = _resolve_device(device)
+    timer = timer or (cuda_timer if device.type == "cuda" else wall_clock_timer)
+    name = cache.device_name(device)
+    cache.reload()
+    seen: set[str] = set()
+    results = []
+    with _device_context(device):
+        for problem in problems:
+            for gradient in gradients:
+                key = cache.backward_key(problem, name, gradient)
+                if key in seen:
+                    continue
+                seen.add(key)
+                start = time.perf_counter()
+                cached = None if force else cache.lookup_backward(problem, gradient, device)
+                if cached is not None:
+                    result = BackwardTuneResult(problem, gradient, key, "cached", config=cached)
+                elif problem.n == 0:
+                    result = BackwardTuneResult(problem, gradient, key, "failed",
+                                                message="an empty batch has nothing to measure")
+                else:
+                    result = _tune_gradient(problem, gradient, key, device, timer, max_candidates, seed)
+                    if result.status == "tuned" and store:
+                        cache.store({key: cache.make_backward_entry(
+                            result.algorithm, result.config, gradient, time_ms=result.time_ms,
+                            default_ms=result.default_ms, problem=problem)})
+                result.message = result.message or f"{time.perf_counter() - start:.1f} s"
+                results.append(result)
+                if report is not None:
+                    report(result)
+    clear_selection_cache()
+    return results
+
+
+def result_line(result: BackwardTuneResult) -> str:
+    """One line for the command line's log."""
+    what = f"{result.gradient} {result.problem.describe()} {result.problem.dtype_name} {result.problem.layout}"
+    if result.status == "failed":
+        return f"FAILED {what}: {result.message}"
+    if result.status == "cached":
+        return f"cached {what}: {result.config}"
+    speedup = f", {result.speedup:.2f}x the heuristics" if result.speedup else ""
+    return (f"tuned  {what}: {result.algorithm} {result.config} {result.time_ms * 1e3:.1f} us{speedup} "
+            f"({len(result.timings)} timed, {len(result.rejected)} rejected, {result.message})")
