@@ -20,12 +20,17 @@ autograd forward, ``bench --algo NAME``, the custom op's implementation), keyed 
 problem, the forced algorithm and config, and the tensors' layouts and alignments.
 
 Calls that are never planned take the normal path each time: at the ``conv2d`` level,
-autograd (a tensor needs a gradient; its forward is planned one level down), autocast, torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton
-launch hook (a profiler) being set, unbatched input, CPU tensors, and any call whose
-launches touch another tensor (a bias made contiguous), or that passes one tensor as two
-arguments. Scratch tensors taken from :func:`tileconv.kernels.fast_launch.workspace` (split-K's
-partial sums) are allocated afresh by each replay. Plans are dropped with the selection cache
-(:func:`tileconv.dispatch.clear_selection_cache`), so a new tuning result is used.
+autograd (a tensor needs a gradient; its forward is planned one level down) and autocast;
+at both levels torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton launch hook
+(a profiler) being set, unbatched input, CPU tensors, tensors without storage (validation
+then says what is wrong), any call whose launches touch another tensor (a bias made
+contiguous), and any call that passes one tensor as two arguments. Scratch tensors taken
+from :func:`tileconv.kernels.fast_launch.workspace` (split-K's partial sums) are allocated
+afresh by each replay. Plans are dropped with the selection cache
+(:func:`tileconv.dispatch.clear_selection_cache`), so that a new tuning result is used.
+
+Recording is process-wide: a call recorded while another thread launches kernels through
+the normal path sees launches that are not its own, and is refused (never replayed).
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ def plan_key(input, weight, bias, residual, stride, padding, dilation, groups, a
                stride, padding, dilation, groups, activation, torch._C._get_cudnn_allow_tf32(),
                torch._C._cuda_getDevice())  # torch.cuda.current_device() minus its Python wrapper
         hash(key)
-    except (AttributeError, TypeError):  # a non-tensor argument (validation names it) or a list
+    except (AttributeError, TypeError, RuntimeError):  # a non-tensor, a list, a tensor without storage
         return None
     return key
 
@@ -113,7 +118,7 @@ def problem_key(problem, x, weight, bias, residual, algo: str, config) -> tuple 
         key = ("problem", problem, algo, config, _tensor_part(x), _tensor_part(weight), _tensor_part(bias),
                _tensor_part(residual), torch._C._cuda_getDevice())
         hash(key)
-    except (AttributeError, TypeError):
+    except (AttributeError, TypeError, RuntimeError):
         return None
     return key
 

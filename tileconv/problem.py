@@ -212,6 +212,8 @@ def layout_of(x: torch.Tensor) -> str:
 def _check_tensor(name: str, t: torch.Tensor, like: torch.Tensor | None = None) -> None:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:
+        raise TypeError(f"{name}.layout={t.layout} is not supported; tileconv reads dense (strided) tensors")
     if t.dtype not in SUPPORTED_DTYPES:
         raise TypeError(
             f"{name}.dtype={t.dtype} is not supported; tileconv computes float16, bfloat16 "
@@ -244,7 +246,7 @@ def _memo_key(input, weight, bias, residual, stride, padding, dilation, groups, 
     try:
         return (_tensor_key(input), _tensor_key(weight), _tensor_key(bias), _tensor_key(residual),
                 stride, padding, dilation, groups, activation, torch.backends.cudnn.allow_tf32)
-    except AttributeError:
+    except (AttributeError, RuntimeError):  # not a tensor; a sparse tensor has no strides
         return None
 
 
