@@ -315,3 +315,39 @@ def test_problem_level_calls_are_replayed(seed: int, route: str):
         ref = tileconv.conv2d_reference(x, weight.detach(), None, padding=1, activation="relu")
         assert_conv_close(out.detach(), ref, tolerance(problem), context=f"{route} call {call}")
     assert call_plans.stats()["replays"] >= replays + 2, "the repeated calls were not replayed"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
+                                             ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32)])
+def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
+    """A replay re-runs allocations, weight derivations and Triton launches only. So once
+    the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
+    ``out.zero_()`` or a ``copy_`` added to a launcher would be skipped by every replay.
+    Every aten op of such a call is logged here; only allocations and views may appear."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from tileconv.functional import conv2d_problem
+    from tileconv.kernels import LaunchConfig
+
+    allowed = {"empty", "empty_strided", "view", "permute", "reshape", "_reshape_alias", "as_strided", "alias",
+               "detach", "t", "expand", "unsqueeze", "squeeze", "slice", "select"}
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    r = 1 if algo == "gemm_1x1" else 3
+    x = torch.randn(2, 32, 10, 10, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(k, 32 // groups, r, r, device="cuda", dtype=torch.float16)
+    problem = tileconv.problem_from_arguments(x, weight, None, 1, r // 2, 1, groups)
+    name = "implicit_gemm" if algo == "split_k" else algo
+    config = LaunchConfig(64, 32, 32, 8, 4, 3, split_k=2) if algo == "split_k" else None
+    monkeypatch.setattr(call_plans, "_enabled", False)  # the normal path, every time
+    conv2d_problem(problem, x, weight, None, None, algo=name, config=config)  # derived weights now cached
+    with Log():
+        conv2d_problem(problem, x, weight, None, None, algo=name, config=config)
+    extra = sorted(set(seen) - allowed)
+    assert not extra, f"{algo}: PyTorch ops a replay would skip: {extra}"

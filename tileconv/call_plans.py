@@ -29,6 +29,12 @@ from :func:`tileconv.kernels.fast_launch.workspace` (split-K's partial sums) are
 afresh by each replay. Plans are dropped with the selection cache
 (:func:`tileconv.dispatch.clear_selection_cache`), so that a new tuning result is used.
 
+What a replay re-runs: the output's allocation, the weight's derivations, scratch
+allocations and the Triton launches. Anything else a launcher did in PyTorch (a ``zero_``,
+a ``copy_``) would be skipped, so forward launchers do nothing else once a weight's derived
+copies exist; tests/test_call_plans.py logs every aten op of such a call on a GPU to hold
+them to it.
+
 Recording is process-wide: a call recorded while another thread launches kernels through
 the normal path sees launches that are not its own, and is refused (never replayed).
 """
