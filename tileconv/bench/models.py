@@ -376,20 +376,13 @@ def run_cpu_demo(args: argparse.Namespace, console) -> int:
 def run_model_bench(args: argparse.Namespace) -> int:
     """``bench --model NAME``: on a GPU the five variants timed; without one, the CPU demo."""
     from .report import make_console
+    from .session import gpu_or_demo, start_gpu_session
 
     console = make_console()
-    if not torch.cuda.is_available():
-        return run_cpu_demo(args, console)
-    from .timing import refuses_interpreter
-
-    if refuses_interpreter():
-        return 2
-    from .timing import environment, environment_line
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = DTYPES[args.dtype][1]
-    env = environment()
-    console.print(environment_line(env), highlight=False)
+    early = gpu_or_demo(args, console, run_cpu_demo)
+    if early is not None:
+        return early
+    env = start_gpu_session(console, args.dtype)
     try:
         row = measure_model(args.model, args.batch or DEFAULT_BATCH, args.dtype, args.layout, args.repeat, console)
     except (RuntimeError, ValueError) as error:

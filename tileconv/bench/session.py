@@ -18,6 +18,29 @@ from .runner import BenchItem, Row, RowTimer, algorithms_for, run_items
 from .timing import bench_us, environment, environment_line, measure_ceilings
 
 
+def gpu_or_demo(args: argparse.Namespace, console, cpu_demo: Callable[[argparse.Namespace, object], int]) -> int | None:
+    """The exit code of a GPU command that cannot measure here: ``cpu_demo(args, console)``
+    without CUDA, 2 under ``TRITON_INTERPRET=1`` on a GPU machine (after saying why);
+    None where it can measure."""
+    if not torch.cuda.is_available():
+        return cpu_demo(args, console)
+    from .timing import refuses_interpreter
+
+    return 2 if refuses_interpreter() else None
+
+
+def start_gpu_session(console, dtype_name: str | None = None) -> dict:
+    """cuDNN in benchmark mode (it picks its fastest algorithm per shape) and, given a
+    ``--dtype`` name, PyTorch's float32 convolutions on TF32 exactly for ``tf32``; prints
+    the environment line and returns the environment (for the JSON)."""
+    torch.backends.cudnn.benchmark = True
+    if dtype_name is not None:
+        torch.backends.cudnn.allow_tf32 = DTYPES[dtype_name][1]  # the eager peer's float32 precision
+    env = environment()
+    console.print(environment_line(env), highlight=False)
+    return env
+
+
 def _row_timer(label: str, call: Callable[[], object]) -> float:
     return bench_us(call)
 
@@ -48,10 +71,7 @@ def measure(
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    torch.backends.cudnn.benchmark = True  # cuDNN picks its fastest algorithm per shape
-    torch.backends.cudnn.allow_tf32 = DTYPES[args.dtype][1]  # the eager peer's float32 precision
-    env = environment()
-    console.print(environment_line(env), highlight=False)
+    env = start_gpu_session(console, args.dtype)
     ceilings = measure_ceilings(args.dtype, device=device)
     console.print(
         f"ceilings measured now: {args.dtype} GEMM {ceilings.gemm_tflops:.0f} TFLOP/s, "

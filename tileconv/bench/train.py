@@ -357,19 +357,13 @@ def run_cpu_demo(args: argparse.Namespace, console) -> int:
 def run_train_bench(args: argparse.Namespace) -> int:
     """``bench --train NAME``: on a GPU the runs of :data:`RUNS`; without one, the CPU demo."""
     from .report import make_console
+    from .session import gpu_or_demo, start_gpu_session
 
     console = make_console()
-    if not torch.cuda.is_available():
-        return run_cpu_demo(args, console)
-    from .timing import refuses_interpreter
-
-    if refuses_interpreter():
-        return 2
-    from .timing import environment, environment_line
-
-    torch.backends.cudnn.benchmark = True
-    env = environment()
-    console.print(environment_line(env), highlight=False)
+    early = gpu_or_demo(args, console, run_cpu_demo)
+    if early is not None:
+        return early
+    env = start_gpu_session(console)
     steps, batch = args.steps or DEFAULT_STEPS, args.batch or DEFAULT_BATCH
     lr, seed = args.lr or default_lr(batch), getattr(args, "seed", None) or SEED
     try:
