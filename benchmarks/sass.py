@@ -38,7 +38,8 @@ from tileconv.testing import random_inputs  # noqa: E402
 TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
-KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel")
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
+           "conv2d_depthwise_rows_kernel")
 
 
 class _Recorder:
@@ -117,7 +118,8 @@ def inspect(algorithm: str, case_name: str, int64: bool = False) -> dict:
             setattr(launch, name, recorder)
         launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
                     "grouped_gemm": launch.launch_grouped_gemm,
-                    "direct": launch.launch_direct, "depthwise": launch.launch_depthwise}[algorithm]
+                    "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
+                    "depthwise_rows": launch.launch_depthwise_rows}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
     finally:
         for name, kernel in saved.items():
@@ -176,6 +178,7 @@ CASES = [
     ("gemm_1x1", "r50 c64 hw56 k64 1x1/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
+    ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
@@ -185,6 +188,7 @@ INT64_CASES = [
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
+    ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
 ]
 # The backward kernels, dense and depthwise, compiled in both index widths.
 BACKWARD_CASES = [

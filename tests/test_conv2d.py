@@ -387,6 +387,14 @@ CONFIG_CASES = [
     # direct: tile far larger than the problem.
     Case(1, 3, 4, 4, 5, 2, 2, dtype="bf16", layout="nhwc", residual=True, algo="direct",
          config=LaunchConfig(128, 64, 32, 8, 4, 1)),
+    # depthwise_rows: strips of 4 rows over 7 output rows (a partial last strip), 8-column
+    # tiles over 11 columns, 4-channel tiles over 6 channels; multiplier 2, column stride 2,
+    # residual and activation in the epilogue.
+    Case(2, 3, 7, 21, 6, 3, 3, stride=(1, 2), padding=1, groups=3, dtype="fp16", layout="nhwc", residual=True,
+         activation="silu", algo="depthwise_rows", config=LaunchConfig(8, 4, 4, 8, 2, 1)),
+    # ... and NCHW fp32, no padding on top (the strip starts at input row 0), one-row strips.
+    Case(1, 4, 6, 5, 4, 3, 3, padding=(0, 1), groups=4, dtype="fp32", layout="nchw", bias=True,
+         algo="depthwise_rows", config=LaunchConfig(4, 4, 1, 8, 1, 1)),
     # direct, depthwise x2: 8-channel tiles over 16 channels, dilated 5x5.
     Case(2, 8, 9, 9, 16, 5, 5, padding=2, dilation=2, groups=8, dtype="fp32", activation="tanh",
          algo="direct", config=LaunchConfig(32, 8, 32, 8, 2, 1)),

@@ -301,6 +301,33 @@ def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = Non
     return list(dict.fromkeys(fitted))
 
 
+# depthwise_rows (channels, columns, rows per strip, num_warps): written without a GPU, so
+# a spread around the heuristics' tile rather than measured winners. Five tiles of fp32 are
+# live per step (two partial sums, three input taps): the register check counts them.
+_DEPTHWISE_ROWS_BASE_NHWC: tuple[tuple[int, int, int, int], ...] = (
+    (64, 16, 8, 4), (32, 16, 8, 4), (64, 8, 16, 4), (128, 8, 8, 8), (32, 32, 8, 4), (64, 16, 32, 8),
+)
+_DEPTHWISE_ROWS_BASE_NCHW: tuple[tuple[int, int, int, int], ...] = (
+    (8, 64, 8, 4), (4, 64, 16, 4), (8, 32, 8, 4), (16, 64, 8, 8), (8, 128, 8, 8),
+)
+
+
+def depthwise_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated depthwise_rows configs: ``block_n`` channels, ``block_m``
+    columns, strips of ``block_k`` rows; one stage."""
+    start = default_config(problem, "depthwise_rows")
+    base = _DEPTHWISE_ROWS_BASE_NHWC if problem.layout == "nhwc" else _DEPTHWISE_ROWS_BASE_NCHW
+    fitted = [start]
+    for channels, columns, rows, num_warps in base:
+        channels = min(channels, _pow2_at_least(problem.k, 4))
+        columns = min(columns, _pow2_at_least(problem.out_w, 4))
+        rows = min(rows, _pow2_at_least(problem.out_h, 1))
+        if _fits_registers(5 * columns, channels, num_warps):
+            fitted.append(replace(start, block_m=columns, block_n=channels, block_k=rows,
+                                  num_warps=num_warps, num_stages=1))
+    return list(dict.fromkeys(fitted))
+
+
 # Candidate generator per algorithm name. An algorithm missing here races with its
 # heuristic config only.
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
@@ -309,6 +336,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1": gemm_1x1_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "depthwise": depthwise_candidates,
+    "depthwise_rows": depthwise_rows_candidates,
     "direct": direct_candidates,
 }
 

@@ -74,6 +74,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     fuse_sc = int(problem.c_per_group < MIN_TENSOR_CORE_DIM and problem.s > 1)
     if algorithm == "depthwise":
         return _depthwise_config(problem)
+    if algorithm == "depthwise_rows":
+        return _depthwise_rows_config(problem)
     if INTERPRET:
         # The interpreter's cost is per program and per loop step: few, large tiles.
         if algorithm == "direct":
@@ -124,6 +126,20 @@ def _depthwise_config(problem: ConvProblem) -> LaunchConfig:
                             num_warps=4, num_stages=1)
     width = _pow2_between(problem.out_w, 8, 32)
     return LaunchConfig(block_m=max(128, width), block_n=8, block_k=width, num_warps=4, num_stages=1)
+
+
+def _depthwise_rows_config(problem: ConvProblem) -> LaunchConfig:
+    """Strips of block_k output rows x block_m columns x block_n channels. Not measured yet
+    (written without a GPU): NHWC tiles as wide in channels as the 2D kernel's, NCHW tiles
+    wide in columns (the contiguous axis there); tune races it against ``depthwise``."""
+    if INTERPRET:
+        return LaunchConfig(block_m=_pow2_between(problem.out_w, 4, 16), block_n=_pow2_between(problem.k, 4, 16),
+                            block_k=4, num_warps=1, num_stages=1)
+    if problem.layout == "nhwc":
+        return LaunchConfig(block_m=_pow2_between(problem.out_w, 8, 16), block_n=_pow2_between(problem.k, 8, 64),
+                            block_k=8, num_warps=4, num_stages=1)
+    return LaunchConfig(block_m=_pow2_between(problem.out_w, 16, 64), block_n=_pow2_between(problem.k, 4, 8),
+                        block_k=8, num_warps=4, num_stages=1)
 
 
 # --------------------------------------------------------------------- backward

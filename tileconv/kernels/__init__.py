@@ -7,6 +7,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
+- ``depthwise_rows`` (:mod:`.depthwise_rows`): 3x3 depthwise streaming output rows, each
+  input row loaded once and reused for the three output rows it touches.
 - ``direct`` (:mod:`.direct`): CUDA-core direct convolution for depthwise, grouped and
   few-channel problems.
 - ``ladder0_direct`` .. ``ladder3_tensor_core`` (:mod:`.ladder`): the seed's step-by-step
@@ -36,9 +38,11 @@ from .ladder import (
     launch_ladder3_tensor_core,
 )
 from .launch import (
+    depthwise_rows_unsupported_reason,
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     launch_depthwise,
+    launch_depthwise_rows,
     launch_direct,
     launch_gemm_1x1,
     launch_grouped_gemm,
@@ -104,6 +108,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "CUDA-core depthwise convolution over 2D pixel tiles (groups = C)",
         launch_depthwise,
         _depthwise_only,
+    ),
+    "depthwise_rows": Algorithm(
+        "depthwise_rows",
+        "CUDA-core 3x3 depthwise convolution streaming output rows (each input row loaded once a strip)",
+        launch_depthwise_rows,
+        depthwise_rows_unsupported_reason,
     ),
     "direct": Algorithm(
         "direct",

@@ -16,6 +16,7 @@ from .._runtime import kernel_strides
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
+from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .direct import conv2d_direct_kernel
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
@@ -200,6 +201,45 @@ def launch_depthwise(
         *args, problem.k, *geometry, **constexprs,
         MULTIPLIER=problem.k // problem.c,
         BLOCK_P=block_p, BLOCK_Q=block_q, BLOCK_C=config.block_n,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+def depthwise_rows_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_rows` cannot run ``problem`` (None if it can)."""
+    if problem.c_per_group != 1 or problem.groups != problem.c:
+        return "it needs groups == C (one input channel per group)"
+    if (problem.r, problem.s) != (3, 3):
+        return "it needs a 3x3 filter"
+    if problem.stride[0] != 1 or problem.dilation != (1, 1):
+        return "it streams consecutive rows: it needs stride 1 down the rows and dilation 1"
+    return None
+
+
+def launch_depthwise_rows(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_rows_kernel`: strips of ``config.block_k`` output rows
+    by ``block_m`` columns by ``block_n`` channels."""
+    reason = depthwise_rows_unsupported_reason(problem)
+    if reason is not None:
+        raise ValueError(f"depthwise_rows cannot compute {problem.describe()}: {reason}")
+    weight = channel_minor_weight(weight)  # one vector load of K weights per tap
+    args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
+    grid = (
+        problem.n * _cdiv(problem.out_h, config.block_k) * _cdiv(problem.out_w, config.block_m),
+        _cdiv(problem.k, config.block_n),
+    )
+    return launch(conv2d_depthwise_rows_kernel, grid,
+        *args, problem.k, *geometry, **constexprs,
+        MULTIPLIER=problem.k // problem.c,
+        BLOCK_P=config.block_k, BLOCK_Q=config.block_m, BLOCK_C=config.block_n,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
