@@ -81,3 +81,16 @@ def allow_tf32():
     previous = torch.backends.cudnn.allow_tf32
     yield
     torch.backends.cudnn.allow_tf32 = previous
+
+
+@pytest.fixture
+def isolated_cache(tmp_path, monkeypatch) -> Path:
+    """A private, empty tuning-cache folder, and no remembered selections before or after
+    (tests of the tuning cache and of tuning; nothing reads or writes the user's cache)."""
+    from tileconv.dispatch import clear_selection_cache
+
+    directory = tmp_path / "tileconv-cache"
+    monkeypatch.setenv("TILECONV_CACHE_DIR", str(directory))
+    clear_selection_cache()
+    yield directory
+    clear_selection_cache()

@@ -4,7 +4,6 @@ and ``dispatch.backward_config`` reading them. Each test has its own cache folde
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
@@ -24,13 +23,7 @@ TINY = ConvProblem(n=1, c=16, h=5, w=5, k=16, r=3, s=3, padding=(1, 1))
 TINY_DW = ConvProblem(n=1, c=8, h=5, w=5, k=8, r=3, s=3, padding=(1, 1), groups=8)
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch) -> Path:
-    directory = tmp_path / "tileconv-cache"
-    monkeypatch.setenv("TILECONV_CACHE_DIR", str(directory))
-    clear_selection_cache()
-    yield directory
-    clear_selection_cache()
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # tests/conftest.py: a private cache folder
 
 
 def _timer(device: str):

@@ -46,14 +46,7 @@ DEPTHWISE = ConvProblem(n=1, c=4, h=5, w=5, k=4, r=3, s=3, padding=(1, 1), group
 DISTINCT = LaunchConfig(block_m=32, block_n=16, block_k=16, group_m=4, num_warps=2, num_stages=2)
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch) -> Path:
-    """A private, empty cache folder, and no remembered selections before or after."""
-    directory = tmp_path / "tileconv-cache"
-    monkeypatch.setenv("TILECONV_CACHE_DIR", str(directory))
-    clear_selection_cache()
-    yield directory
-    clear_selection_cache()
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # tests/conftest.py: a private cache folder
 
 
 def _entry(algorithm: str = "direct", config: LaunchConfig = DISTINCT) -> dict:

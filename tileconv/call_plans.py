@@ -48,6 +48,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from ._runtime import INTERPRET
 from .kernels import fast_launch
 from .kernels.weights import derivation
+from .problem import tensor_key, validation_key
 
 MAX_PLANS = 4096  # past this many, the table starts over (a caller whose shapes never repeat)
 _plans: dict[tuple, CallPlan] = {}
@@ -55,8 +56,6 @@ _NOT_PLANNABLE = object()  # a key whose call was recorded and cannot be replaye
 _counts = {"replays": 0, "recorded": 0, "refused": 0}
 _enabled = True
 
-# Slots of a call's tensors in a plan: positions 0-4 below, derived weights after them.
-_INPUT, _WEIGHT, _BIAS, _RESIDUAL, _OUTPUT = range(5)
 
 
 def stats() -> dict[str, int]:
@@ -78,10 +77,9 @@ def clear() -> None:
     _plans.clear()
 
 
-def _tensor_part(t: torch.Tensor | None) -> tuple | None:
-    if t is None:
-        return None
-    return (type(t), t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15)
+def _alignment(t: torch.Tensor | None) -> int | None:
+    """Where ``t`` starts within 16 bytes: the compiled kernel's pointer specialisation."""
+    return None if t is None else t.data_ptr() & 15
 
 
 def _hooks_set() -> bool:
@@ -103,8 +101,11 @@ def plan_key(input, weight, bias, residual, stride, padding, dilation, groups, a
             return None  # autograd records the call itself
         if _hooks_set():
             return None
-        key = (_tensor_part(input), _tensor_part(weight), _tensor_part(bias), _tensor_part(residual),
-               stride, padding, dilation, groups, activation, torch._C._get_cudnn_allow_tf32(),
+        # Everything argument validation looks at (its memo key), and the alignments.
+        validated = validation_key(input, weight, bias, residual, stride, padding, dilation, groups, activation)
+        if validated is None:
+            return None
+        key = (validated, _alignment(input), _alignment(weight), _alignment(bias), _alignment(residual),
                torch._C._cuda_getDevice())  # torch.cuda.current_device() minus its Python wrapper
         hash(key)
     except (AttributeError, TypeError, RuntimeError):  # a non-tensor, a list, a tensor without storage
@@ -121,8 +122,9 @@ def problem_key(problem, x, weight, bias, residual, algo: str, config) -> tuple 
             or torch.compiler.is_compiling() or _hooks_set()):
         return None
     try:
-        key = ("problem", problem, algo, config, _tensor_part(x), _tensor_part(weight), _tensor_part(bias),
-               _tensor_part(residual), torch._C._cuda_getDevice())
+        tensors = (x, weight, bias, residual)
+        key = ("problem", problem, algo, config, *map(tensor_key, tensors), *map(_alignment, tensors),
+               torch._C._cuda_getDevice())
         hash(key)
     except (AttributeError, TypeError, RuntimeError):
         return None
@@ -138,6 +140,17 @@ def lookup(key: tuple) -> CallPlan | None:
 def is_known(key: tuple) -> bool:
     """Whether a call under ``key`` was recorded before (plannable or not)."""
     return key in _plans
+
+
+def replay_or_record(key: tuple, run, input, weight, bias, residual) -> torch.Tensor:
+    """The call under ``key``: replayed if a plan exists, recorded (running ``run()``, the
+    normal path) the first time, else ``run()`` (a call that could not be planned)."""
+    plan = _plans.get(key)
+    if plan is None:
+        return record(key, run, input, weight, bias, residual)
+    if plan is _NOT_PLANNABLE:
+        return run()
+    return plan(input, weight, bias, residual)
 
 
 class _Address:
@@ -236,7 +249,7 @@ class CallPlan:
         own = [*tensors, out]
         self.derivations = []
         derived: list[torch.Tensor] = []
-        weight = tensors[_WEIGHT]
+        weight = tensors[1]  # tensors: input, weight, bias, residual
 
         def slot_of(t: torch.Tensor, by_address: bool = False) -> int:
             """Where ``t`` comes from: one of the call's tensors (by identity, or for a view

@@ -80,14 +80,10 @@ def conv2d_problem(
     A repeated call replays its recorded launches (:mod:`tileconv.call_plans`).
     """
     key = None if _POISON_OUTPUTS else call_plans.problem_key(problem, x, weight, bias, residual, algo, config)
-    if key is not None:
-        plan = call_plans.lookup(key)
-        if plan is not None:
-            return plan(x, weight, bias, residual)
-        if not call_plans.is_known(key):
-            return call_plans.record(key, lambda: _run_problem(problem, x, weight, bias, residual, algo, config),
-                                     x, weight, bias, residual)
-    return _run_problem(problem, x, weight, bias, residual, algo, config)
+    if key is None:
+        return _run_problem(problem, x, weight, bias, residual, algo, config)
+    return call_plans.replay_or_record(key, lambda: _run_problem(problem, x, weight, bias, residual, algo, config),
+                                       x, weight, bias, residual)
 
 
 def _run_problem(problem, x, weight, bias, residual, algo, config) -> torch.Tensor:
@@ -445,9 +441,9 @@ def conv2d(
         t is not None and t.requires_grad for t in (input, weight, bias, residual)
     ):
         out = _Conv2dFunction.apply(problem, input, weight, bias, residual)
-    elif plan_key is not None and not call_plans.is_known(plan_key):
-        out = call_plans.record(plan_key, lambda: conv2d_problem(problem, input, weight, bias, residual),
-                                input, weight, bias, residual)
+    elif plan_key is not None:  # no plan yet (checked above): record one, or run a call that cannot be
+        out = call_plans.replay_or_record(plan_key, lambda: conv2d_problem(problem, input, weight, bias, residual),
+                                          input, weight, bias, residual)
     else:
         out = conv2d_problem(problem, input, weight, bias, residual)
     return out.squeeze(0) if unbatched else out

@@ -233,19 +233,22 @@ _VALIDATED: dict[tuple, ConvProblem] = {}
 _VALIDATED_LIMIT = 4096
 
 
-def _tensor_key(t: object) -> object:
+def tensor_key(t: object) -> object:
+    """What a tensor argument contributes to :func:`validation_key`: type, shape, strides,
+    dtype and device (None for None). :mod:`tileconv.call_plans` keys replays on it too."""
     return None if t is None else (type(t), t.shape, t.stride(), t.dtype, t.device)
 
 
-def _memo_key(input, weight, bias, residual, stride, padding, dilation, groups, activation) -> tuple | None:
-    """What validation looks at, as a dict key; None under torch.compile (which would guard
+def validation_key(input, weight, bias, residual, stride, padding, dilation, groups, activation) -> tuple | None:
+    """What validation looks at, as a dict key (:func:`problem_from_arguments`' memo, and the
+    base of :func:`tileconv.call_plans.plan_key`); None under torch.compile (which would guard
     on the memo's whole, growing contents; validation is cheap to trace) and for non-tensor
     arguments: those are simply validated."""
     if torch.compiler.is_compiling():
         return None
     try:
-        return (_tensor_key(input), _tensor_key(weight), _tensor_key(bias), _tensor_key(residual),
-                stride, padding, dilation, groups, activation, torch.backends.cudnn.allow_tf32)
+        return (tensor_key(input), tensor_key(weight), tensor_key(bias), tensor_key(residual),
+                stride, padding, dilation, groups, activation, torch._C._get_cudnn_allow_tf32())
     except (AttributeError, RuntimeError):  # not a tensor; a sparse tensor has no strides
         return None
 
@@ -268,7 +271,7 @@ def problem_from_arguments(
     Arguments seen before (same shapes, strides, dtypes, devices and options) return the
     problem validated then.
     """
-    key = _memo_key(input, weight, bias, residual, stride, padding, dilation, groups, activation)
+    key = validation_key(input, weight, bias, residual, stride, padding, dilation, groups, activation)
     try:
         known = _VALIDATED.get(key) if key is not None else None
     except TypeError:  # an unhashable argument form (a list): validated without the memo

@@ -546,20 +546,24 @@ def _run_backward(problems: list[ConvProblem], device, args: argparse.Namespace,
     results = tune_backward(problems, gradients=gradients, device=device, force=args.force,
                             max_candidates=args.max_candidates,
                             report=lambda result: print(result_line(result), flush=True))
+    print(_summary_line(results, time.perf_counter() - start))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _summary_line(results: Sequence, seconds: float) -> str:
+    """'N tuned, N already cached, N failed in S s; geometric-mean speedup ...; cache: PATH'
+    for forward or backward results (each has ``status`` and ``speedup``)."""
     counts = {status: sum(r.status == status for r in results) for status in ("tuned", "cached", "failed")}
     speedups = [r.speedup for r in results if r.speedup]
     line = (f"{counts['tuned']} tuned, {counts['cached']} already cached, {counts['failed']} failed "
-            f"in {time.perf_counter() - start:.1f} s")
+            f"in {seconds:.1f} s")
     if speedups:
-        line += f"; geometric-mean speedup over the heuristics {math.exp(sum(map(math.log, speedups)) / len(speedups)):.2f}x"
-    print(line + f"; cache: {cache.cache_file()}")
-    return 1 if counts["failed"] else 0
+        geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+        line += f"; geometric-mean speedup over the heuristics {geomean:.2f}x"
+    return line + f"; cache: {cache.cache_file()}"
 
 
 def _print_summary(results: list[TuneResult], seconds: float) -> None:
-    counts = {status: sum(r.status == status for r in results) for status in ("tuned", "cached", "failed")}
-    speedups = [r.speedup for r in results if r.speedup]
-    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
     try:
         from rich.console import Console
         from rich.table import Table
@@ -582,11 +586,7 @@ def _print_summary(results: list[TuneResult], seconds: float) -> None:
         if not console.is_terminal:  # a log file: do not fold rows into 80 columns
             console = Console(width=160)
         console.print(table)
-    line = (f"{counts['tuned']} tuned, {counts['cached']} already cached, {counts['failed']} failed "
-            f"in {seconds:.1f} s")
-    if geomean:
-        line += f"; geometric-mean speedup over the heuristics {geomean:.2f}x"
-    print(line + f"; cache: {cache.cache_file()}")
+    print(_summary_line(results, seconds))
     for r in results:
         if r.status == "failed":
             print(f"  failed: {r.problem.describe()}: {r.message}")

@@ -91,7 +91,8 @@ class BackwardTuneResult:
     default_ms: float | None = None
     timings: list[tuple[BackwardConfig, float]] = field(default_factory=list)
     rejected: list[tuple[BackwardConfig, str]] = field(default_factory=list)
-    message: str = ""
+    message: str = ""  # why it failed
+    seconds: float = 0.0
 
     @property
     def speedup(self) -> float | None:
@@ -199,7 +200,7 @@ def tune_backward(
                         cache.store({key: cache.make_backward_entry(
                             result.algorithm, result.config, gradient, time_ms=result.time_ms,
                             default_ms=result.default_ms, problem=problem)})
-                result.message = result.message or f"{time.perf_counter() - start:.1f} s"
+                result.seconds = time.perf_counter() - start
                 results.append(result)
                 if report is not None:
                     report(result)
@@ -216,4 +217,4 @@ def result_line(result: BackwardTuneResult) -> str:
         return f"cached {what}: {result.config}"
     speedup = f", {result.speedup:.2f}x the heuristics" if result.speedup else ""
     return (f"tuned  {what}: {result.algorithm} {result.config} {result.time_ms * 1e3:.1f} us{speedup} "
-            f"({len(result.timings)} timed, {len(result.rejected)} rejected, {result.message})")
+            f"({len(result.timings)} timed, {len(result.rejected)} rejected, {result.seconds:.1f} s)")

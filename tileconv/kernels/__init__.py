@@ -39,6 +39,7 @@ from .ladder import (
 )
 from .launch import (
     depthwise_rows_unsupported_reason,
+    depthwise_unsupported_reason,
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     launch_depthwise,
@@ -67,12 +68,6 @@ class Algorithm:
 
 
 def _always(problem: ConvProblem) -> str | None:
-    return None
-
-
-def _depthwise_only(problem: ConvProblem) -> str | None:
-    if problem.c_per_group != 1 or problem.groups != problem.c:
-        return "it needs groups == C (one input channel per group)"
     return None
 
 
@@ -107,7 +102,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         "depthwise",
         "CUDA-core depthwise convolution over 2D pixel tiles (groups = C)",
         launch_depthwise,
-        _depthwise_only,
+        depthwise_unsupported_reason,
     ),
     "depthwise_rows": Algorithm(
         "depthwise_rows",

@@ -205,10 +205,19 @@ def launch_depthwise(
     )
 
 
-def depthwise_rows_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_depthwise_rows` cannot run ``problem`` (None if it can)."""
+def depthwise_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why the depthwise kernels cannot run ``problem``: they need one input channel per
+    group (None if they can)."""
     if problem.c_per_group != 1 or problem.groups != problem.c:
         return "it needs groups == C (one input channel per group)"
+    return None
+
+
+def depthwise_rows_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_rows` cannot run ``problem`` (None if it can)."""
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
     if (problem.r, problem.s) != (3, 3):
         return "it needs a 3x3 filter"
     if problem.stride[0] != 1 or problem.dilation != (1, 1):
@@ -226,10 +235,8 @@ def launch_depthwise_rows(
     config: LaunchConfig,
 ):
     """Run :func:`conv2d_depthwise_rows_kernel`: strips of ``config.block_k`` output rows
-    by ``block_m`` columns by ``block_n`` channels."""
-    reason = depthwise_rows_unsupported_reason(problem)
-    if reason is not None:
-        raise ValueError(f"depthwise_rows cannot compute {problem.describe()}: {reason}")
+    by ``block_m`` columns by ``block_n`` channels (the problem must pass
+    :func:`depthwise_rows_unsupported_reason`, which dispatch checks)."""
     weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (
