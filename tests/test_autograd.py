@@ -7,6 +7,7 @@ forward (float32) on a few elements, which does not trust any backward formula.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -269,6 +270,11 @@ PINNED_CASES = [
      BackwardConfig(16, 16, 16, num_warps=1, num_stages=1), BackwardConfig(16, 32, 16, split_k=5, num_warps=1)),
     ("split4_grouped", BACKWARD_GEOMETRIES[5], "implicit_gemm",
      BackwardConfig(32, 16, 16, num_warps=1), BackwardConfig(16, 16, 16, split_k=4, num_warps=1)),
+    # wgrad's TAP_TILE case (C/g a multiple of the column tile) and FLAT case (1x1, dense pixels).
+    ("tap_tiles", ("tap_tiles", 2, 32, 6, 5, 8, 3, 3, 1, 1, 1, 1), "implicit_gemm",
+     BackwardConfig(16, 16, 16, num_warps=1), BackwardConfig(16, 16, 16, split_k=2, num_warps=1)),
+    ("flat_1x1", ("flat_1x1", 2, 24, 5, 6, 20, 1, 1, 1, 0, 1, 1), "implicit_gemm",
+     BackwardConfig(16, 16, 16, num_warps=1), BackwardConfig(16, 16, 16, split_k=3, num_warps=1)),
     ("split3_depthwise", BACKWARD_GEOMETRIES[12], "depthwise",
      BackwardConfig(16, 4, num_warps=1), BackwardConfig(16, 4, split_k=3, num_warps=1)),
 ]
@@ -281,6 +287,31 @@ def test_backward_pinned_configs(name, geometry, algo, dgrad_config, wgrad_confi
     problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed, view=view)
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{name}, view={view} (seed {seed})", algo=algo,
                     dgrad_config=dgrad_config, wgrad_config=wgrad_config)
+
+
+def test_stride1_dgrad_runs_as_a_forward_convolution(device, seed, monkeypatch):
+    """auto dispatch runs a stride-1 dgrad as the forward convolution of
+    ConvProblem.dgrad_as_forward (asymmetric 'same' padding and dilation included); strided
+    ones, over-padded ones and depthwise ones with a multiplier stay on the phase kernels."""
+    from tileconv import dispatch
+    from tileconv.kernels import backward
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the phase dgrad kernel ran for a stride-1 problem")
+
+    phase = backward.BACKWARD_ALGORITHMS["implicit_gemm"]
+    monkeypatch.setitem(backward.BACKWARD_ALGORITHMS, "implicit_gemm", dataclasses.replace(phase, dgrad=forbidden))
+    for geometry in (BACKWARD_GEOMETRIES[8], BACKWARD_GEOMETRIES[10]):  # 'same' even 4x2 dilated; grouped
+        problem, x, weight, grad, want_x, want_w = _backward_case(geometry, torch.float16, "nhwc", device, seed)
+        forward = dispatch.dgrad_forward(problem)
+        assert forward is not None and forward.input_shape == problem.output_shape[:1] + (problem.k,) + \
+            problem.output_shape[2:] and forward.output_shape == problem.input_shape, geometry[0]
+        _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} as forward (seed {seed})")
+    strided = _backward_case(BACKWARD_GEOMETRIES[2], torch.float16, "nhwc", device, seed)[0]
+    multiplier = _backward_case(BACKWARD_GEOMETRIES[12], torch.float16, "nhwc", device, seed)[0]
+    assert dispatch.dgrad_forward(strided) is None and dispatch.dgrad_forward(multiplier) is None
+    over_padded = tileconv.ConvProblem(1, 4, 5, 5, 4, 1, 1, padding=(1, 1))  # 1x1 with padding 1: reach 0
+    assert over_padded.dgrad_as_forward() is None
 
 
 def test_split_k_choice():

@@ -19,7 +19,9 @@ from tileconv.kernels import BackwardConfig, get_backward_algorithm
 from tileconv.kernels.backward import aten_convolution_backward
 from tileconv.testing import assert_conv_close, random_inputs, tolerance
 
-TINY = ConvProblem(n=1, c=16, h=5, w=5, k=16, r=3, s=3, padding=(1, 1))
+# Stride 2: the output-phase dgrad kernel (a stride-1 dgrad runs as a forward convolution).
+TINY = ConvProblem(n=1, c=16, h=6, w=5, k=16, r=3, s=3, stride=(2, 2), padding=(1, 1))
+TINY_S1 = replace(TINY, stride=(1, 1))
 TINY_DW = ConvProblem(n=1, c=8, h=5, w=5, k=8, r=3, s=3, padding=(1, 1), groups=8)
 
 
@@ -65,6 +67,28 @@ def test_tune_backward_stores_correct_winners_that_the_backward_uses(device, see
                                              inputs.weight.double().cpu(), True, True)
     assert_conv_close(grad_x, ref_x, tolerance(TINY, TINY.k * 9), context="dgrad, tuned config")
     assert_conv_close(grad_w, ref_w, tolerance(TINY, TINY.gemm_m), context="wgrad, tuned config")
+
+
+def test_a_stride1_dgrad_tunes_its_forward_problem(device, seed):
+    """tune --pass dgrad on a stride-1 problem tunes ConvProblem.dgrad_as_forward with the
+    forward's tuner; the forward cache entry is what the dgrad then runs with."""
+    forward = TINY_S1.dgrad_as_forward()
+    (result,) = tileconv.tune_backward([TINY_S1], gradients=["dgrad"], device=device, max_candidates=2,
+                                       timer=_timer(device))
+    assert result.status == "tuned", result.message
+    assert result.forward is not None and result.forward.problem == forward
+    assert result.algorithm == f"forward {result.forward.algorithm}"
+    assert result.time_ms == min(ms for _, _, ms in result.forward.timings)
+    tuned = cache.lookup(forward, device)
+    assert tuned is not None and (tuned.algorithm, tuned.config) == (result.forward.algorithm, result.forward.config)
+    assert "forward" in tb.result_line(result)
+    inputs = random_inputs(TINY_S1, device, seed)
+    grad = torch.randn(TINY_S1.output_shape, device=device).to(TINY_S1.dtype)
+    with tileconv.poison_outputs():
+        grad_x, _ = conv2d_backward_problem(TINY_S1, grad, inputs.x, inputs.weight, need_weight=False)
+    ref_x, _ = aten_convolution_backward(TINY_S1, grad.double().cpu(), inputs.x.double().cpu(),
+                                         inputs.weight.double().cpu(), True, False)
+    assert_conv_close(grad_x, ref_x, tolerance(TINY_S1, TINY_S1.k * 9), context="dgrad as forward, tuned")
 
 
 def test_failing_and_wrong_candidates_are_rejected(device, monkeypatch):

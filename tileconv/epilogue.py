@@ -59,41 +59,11 @@ class Activation:
 
     @classmethod
     def parse(cls, activation: ActivationArg) -> Activation:
-        """Turn the user's ``activation=`` argument into an :class:`Activation`.
-
-        Accepts None, a name from :data:`ACTIVATION_NAMES`, ``('leaky_relu', slope)`` or
-        ``('clamp', lo, hi)``. Anything else raises ValueError naming the value.
-        """
-        if activation is None:
-            return cls()
+        """Turn the user's ``activation=`` argument into an :class:`Activation`
+        (:func:`parse_activation`'s name and parameters; an Activation is returned as is)."""
         if isinstance(activation, Activation):
             return activation
-        if isinstance(activation, str):
-            if activation == "clamp":
-                raise ValueError("activation='clamp' needs bounds: pass ('clamp', lo, hi)")
-            if activation not in _ACTIVATIONS or activation == "none":
-                raise ValueError(
-                    f"activation={activation!r} is not known; expected None, one of "
-                    f"{', '.join(ACTIVATION_NAMES)}, ('leaky_relu', slope) or ('clamp', lo, hi)"
-                )
-            _, alpha, beta = _ACTIVATIONS[activation]
-            return cls(activation, alpha, beta)
-        if isinstance(activation, tuple) and activation and isinstance(activation[0], str):
-            name, params = activation[0], activation[1:]
-            numbers = all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in params)
-            if name == "leaky_relu" and len(params) == 1 and numbers:
-                if not math.isfinite(params[0]):
-                    raise ValueError(f"activation={activation!r}: leaky_relu needs a finite slope")
-                return cls("leaky_relu", float(params[0]), 0.0)
-            if name == "clamp" and len(params) == 2 and numbers:
-                lo, hi = float(params[0]), float(params[1])
-                if math.isnan(lo) or math.isnan(hi) or lo > hi:
-                    raise ValueError(f"activation={activation!r}: clamp needs lo <= hi")
-                return cls("clamp", lo, hi)
-        raise ValueError(
-            f"activation={activation!r} is not known; expected None, one of "
-            f"{', '.join(ACTIVATION_NAMES)}, ('leaky_relu', slope) or ('clamp', lo, hi)"
-        )
+        return cls(*parse_activation(activation))
 
     def torch_apply(self, x: torch.Tensor) -> torch.Tensor:
         """The activation in PyTorch (any dtype): the definition kernels must match."""
@@ -121,6 +91,43 @@ class Activation:
         if name == "clamp":
             return torch.clamp(x, self.alpha, self.beta)
         raise AssertionError(name)
+
+
+def parse_activation(activation: ActivationArg) -> tuple[str, float, float]:
+    """The user's ``activation=`` argument as (name, alpha, beta), the parameters kernels
+    receive. Accepts None, a name from :data:`ACTIVATION_NAMES`, ``('leaky_relu', slope)``
+    or ``('clamp', lo, hi)``; anything else raises ValueError naming the value. Plain
+    values only, so that torch.compile traces it (see ``tileconv.conv2d``)."""
+    if activation is None:
+        return ("none", 0.0, 0.0)
+    if isinstance(activation, Activation):
+        return (activation.name, activation.alpha, activation.beta)
+    if isinstance(activation, str):
+        if activation == "clamp":
+            raise ValueError("activation='clamp' needs bounds: pass ('clamp', lo, hi)")
+        if activation not in _ACTIVATIONS or activation == "none":
+            raise ValueError(
+                f"activation={activation!r} is not known; expected None, one of "
+                f"{', '.join(ACTIVATION_NAMES)}, ('leaky_relu', slope) or ('clamp', lo, hi)"
+            )
+        _, alpha, beta = _ACTIVATIONS[activation]
+        return (activation, alpha, beta)
+    if isinstance(activation, tuple) and activation and isinstance(activation[0], str):
+        name, params = activation[0], activation[1:]
+        numbers = all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in params)
+        if name == "leaky_relu" and len(params) == 1 and numbers:
+            if not math.isfinite(params[0]):
+                raise ValueError(f"activation={activation!r}: leaky_relu needs a finite slope")
+            return ("leaky_relu", float(params[0]), 0.0)
+        if name == "clamp" and len(params) == 2 and numbers:
+            lo, hi = float(params[0]), float(params[1])
+            if math.isnan(lo) or math.isnan(hi) or lo > hi:
+                raise ValueError(f"activation={activation!r}: clamp needs lo <= hi")
+            return ("clamp", lo, hi)
+    raise ValueError(
+        f"activation={activation!r} is not known; expected None, one of "
+        f"{', '.join(ACTIVATION_NAMES)}, ('leaky_relu', slope) or ('clamp', lo, hi)"
+    )
 
 
 @dataclass(frozen=True)

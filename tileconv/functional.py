@@ -29,10 +29,11 @@ import torch.nn.functional as F
 
 from . import call_plans, dispatch
 from ._runtime import INTERPRET
-from .epilogue import Activation, ActivationArg, Epilogue
+from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
-from .problem import ConvProblem, IntPair, PaddingArg, layout_of, problem_from_arguments
+from .kernels.weights import dgrad_weight
+from .problem import ConvProblem, IntPair, PaddingArg, layout_of, normal_geometry, problem_from_arguments
 
 _POISON_OUTPUTS = False
 
@@ -132,12 +133,7 @@ def conv2d_backward_problem(
         return aten_convolution_backward(problem, grad, x, weight, need_input, need_weight)
     grad_input = grad_weight = None
     if need_input:
-        grad_input = _allocate_like(problem.input_shape, problem.layout, x)
-        if problem.n == 0:
-            grad_input.zero_()
-        else:
-            config = dgrad_config or dispatch.backward_config(problem, algorithm, "dgrad")
-            algorithm.dgrad(problem, grad, weight, grad_input, config)
+        grad_input = _dgrad(problem, algorithm, algo, grad, weight, x, dgrad_config)
     if need_weight:
         grad_weight = _allocate_like(problem.weight_shape, "nchw", weight)
         if problem.n == 0:
@@ -146,6 +142,24 @@ def conv2d_backward_problem(
             config = wgrad_config or dispatch.backward_config(problem, algorithm, "wgrad")
             algorithm.wgrad(problem, grad, x, grad_weight, config)
     return grad_input, grad_weight
+
+
+def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
+    """The input gradient, in the input's layout: as a forward convolution where ``auto``
+    dispatch routes it there (:func:`tileconv.dispatch.dgrad_forward`: stride 1), else
+    through ``algorithm``'s dgrad kernel (a forced ``algo`` or a pinned ``config`` always
+    does)."""
+    forward = dispatch.dgrad_forward(problem) if algo == "auto" and config is None and problem.n else None
+    if forward is not None:
+        if layout_of(grad) != problem.layout:  # the kernels read any strides; gemm_1x1 wants a view
+            fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
+            grad = grad.contiguous(memory_format=fmt)
+        return conv2d_problem(forward, grad, dgrad_weight(weight, problem.groups), None, None)
+    grad_input = _allocate_like(problem.input_shape, problem.layout, x)
+    if problem.n == 0:
+        return grad_input.zero_()
+    algorithm.dgrad(problem, grad, weight, grad_input, config or dispatch.backward_config(problem, algorithm, "dgrad"))
+    return grad_input
 
 
 def _saves_output(problem: ConvProblem) -> bool:
@@ -264,10 +278,11 @@ def _op_problem(x, weight, has_bias, has_residual, stride, padding, padding_end,
     )
 
 
-def _op_arguments(problem: ConvProblem) -> tuple:
-    act = problem.epilogue.activation
-    return (list(problem.stride), list(problem.padding), list(problem.padding_end), list(problem.dilation),
-            problem.groups, act.name, act.alpha, act.beta)
+def _validated_op_problem(x, weight, bias, residual, stride, padding, padding_end, dilation, groups,
+                          activation, alpha, beta) -> ConvProblem:
+    """tileconv::conv2d's arguments checked as tileconv.conv2d checks its own."""
+    return problem_from_arguments(x, weight, bias, stride, padding, dilation, groups,
+                                  Activation(activation, alpha, beta), residual, padding_end=padding_end)
 
 
 @torch.library.custom_op(
@@ -275,7 +290,7 @@ def _op_arguments(problem: ConvProblem) -> tuple:
     schema=f"(Tensor input, Tensor weight, Tensor? bias, Tensor? residual, {_OP_ARGS}) -> Tensor",
 )
 def _conv2d_op(x, weight, bias, residual, *args):
-    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    problem = _validated_op_problem(x, weight, bias, residual, *args)
     if not uses_triton(x):
         return _fallback(problem, x, weight, bias, residual, problem.stride, _explicit_padding(problem),
                          problem.dilation, problem.groups)
@@ -284,7 +299,7 @@ def _conv2d_op(x, weight, bias, residual, *args):
 
 @_conv2d_op.register_fake
 def _(x, weight, bias, residual, *args):
-    problem = _op_problem(x, weight, bias is not None, residual is not None, *args)
+    problem = _validated_op_problem(x, weight, bias, residual, *args)
     fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
     return torch.empty(problem.output_shape, dtype=x.dtype, device=x.device, memory_format=fmt)
 
@@ -432,11 +447,20 @@ def conv2d(
                 )
             residual = residual.unsqueeze(0)
     input, weight, bias, residual = _autocast_arguments(input, weight, bias, residual)
+    if torch.compiler.is_compiling():
+        # The custom op: no graph break, autograd included. Dynamo traces this branch, so it
+        # builds plain values only (torch 2.11's Dynamo failed on building the problem's
+        # dataclasses); the op validates the arguments, its fake implementation while
+        # torch.compile traces, with the same errors as below.
+        if not isinstance(weight, torch.Tensor) or weight.dim() != 4:  # the errors of the eager path
+            problem_from_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
+        stride_p, pad, pad_end, dilation_p = normal_geometry(tuple(weight.shape[-2:]), stride, padding, dilation)
+        out = torch.ops.tileconv.conv2d(input, weight, bias, residual, list(stride_p), list(pad), list(pad_end),
+                                        list(dilation_p), groups, *parse_activation(activation))
+        return out.squeeze(0) if unbatched else out
     problem = problem_from_arguments(input, weight, bias, stride, padding, dilation, groups, activation, residual)
     if not uses_triton(input):
         out = _fallback(problem, input, weight, bias, residual, stride, padding, dilation, groups)
-    elif torch.compiler.is_compiling():  # the custom op: no graph break, autograd included
-        out = torch.ops.tileconv.conv2d(input, weight, bias, residual, *_op_arguments(problem))
     elif torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (input, weight, bias, residual)
     ):

@@ -179,6 +179,31 @@ class ConvProblem:
     def with_epilogue(self, epilogue: Epilogue) -> ConvProblem:
         return replace(self, epilogue=epilogue)
 
+    def dgrad_as_forward(self) -> ConvProblem | None:
+        """The input gradient of this (stride-1) convolution as a forward convolution, or
+        None where it is not one.
+
+        With stride 1, ``dx = conv2d(dy, w', padding = dil*(R-1) - pad, dilation = dil)``
+        where ``w'[g*C/g + c, k, r, s] = w[g*K/g + k, c, R-1-r, S-1-s]``
+        (:func:`tileconv.kernels.weights.dgrad_weight`): dy (K channels, P x Q) is the
+        input, C the output channels, each side's padding the dilated kernel's reach
+        minus the forward's padding on that side. Where the forward padding exceeds that
+        reach (the new padding would be negative) or the stride is not 1, None: the
+        output-phase dgrad kernel handles those. No epilogue: the activation's
+        derivative is applied before."""
+        if self.stride != (1, 1):
+            return None
+        reach = (self.dilation[0] * (self.r - 1), self.dilation[1] * (self.s - 1))
+        padding = (reach[0] - self.padding[0], reach[1] - self.padding[1])
+        padding_end = (reach[0] - self.padding_end[0], reach[1] - self.padding_end[1])
+        if min(*padding, *padding_end) < 0:
+            return None
+        return ConvProblem(
+            n=self.n, c=self.k, h=self.out_h, w=self.out_w, k=self.c, r=self.r, s=self.s,
+            stride=(1, 1), padding=padding, dilation=self.dilation, groups=self.groups,
+            dtype=self.dtype, layout=self.layout, allow_tf32=self.allow_tf32, padding_end=padding_end,
+        )
+
 
 def _pair_str(pair: tuple[int, int]) -> str:
     return str(pair[0]) if pair[0] == pair[1] else f"{pair[0]}x{pair[1]}"
@@ -253,6 +278,31 @@ def validation_key(input, weight, bias, residual, stride, padding, dilation, gro
         return None
 
 
+def normal_geometry(
+    kernel: tuple[int, int], stride: IntPair, padding: PaddingArg, dilation: IntPair,
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """(stride, padding, padding_end, dilation) as pairs of ints for a filter of size
+    ``kernel`` = (R, S): the user's forms (ints, pairs, 'same', 'valid') in normal form,
+    padding as (top, left) and padding_end as (bottom, right) ('same' with an even kernel
+    pads more at the end, as PyTorch does). Raises the argument's error for a bad value.
+    Plain values only, so that torch.compile traces it (see ``tileconv.conv2d``)."""
+    r, s = kernel
+    stride_p = _as_pair("stride", stride, 1)
+    dilation_p = _as_pair("dilation", dilation, 1)
+    if isinstance(padding, str):
+        if padding == "valid":
+            return stride_p, (0, 0), (0, 0), dilation_p
+        if padding != "same":
+            raise ValueError(f"padding={padding!r} must be 'same', 'valid', an int or a pair of ints")
+        if stride_p != (1, 1):
+            raise ValueError(f"padding='same' is not supported with stride={stride!r} (as in PyTorch)")
+        total = (dilation_p[0] * (r - 1), dilation_p[1] * (s - 1))
+        pad = (total[0] // 2, total[1] // 2)
+        return stride_p, pad, (total[0] - pad[0], total[1] - pad[1]), dilation_p
+    pad = _as_pair("padding", padding, 0)
+    return stride_p, pad, pad, dilation_p
+
+
 def problem_from_arguments(
     input: torch.Tensor,
     weight: torch.Tensor,
@@ -263,15 +313,21 @@ def problem_from_arguments(
     groups: int = 1,
     activation: ActivationArg = None,
     residual: torch.Tensor | None = None,
+    *,
+    padding_end: IntPair | None = None,
 ) -> ConvProblem:
     """Validate ``tileconv.conv2d``'s arguments (4D input) and describe the problem.
+
+    ``padding_end`` (internal: the custom op's normal form) makes ``padding`` the (top,
+    left) pair and ``padding_end`` the (bottom, right) one.
 
     Every rule of ``torch.nn.functional.conv2d`` is checked here, with an error that names
     the argument and its value; nothing is allocated or launched before this returns.
     Arguments seen before (same shapes, strides, dtypes, devices and options) return the
     problem validated then.
     """
-    key = validation_key(input, weight, bias, residual, stride, padding, dilation, groups, activation)
+    key = None if padding_end is not None else validation_key(
+        input, weight, bias, residual, stride, padding, dilation, groups, activation)
     try:
         known = _VALIDATED.get(key) if key is not None else None
     except TypeError:  # an unhashable argument form (a list): validated without the memo
@@ -301,21 +357,11 @@ def problem_from_arguments(
         raise ValueError(f"groups={groups} does not divide the output channels weight.shape[0]={k}")
     if k == 0 or r == 0 or s == 0 or c_per_group == 0:
         raise ValueError(f"weight of shape {tuple(weight.shape)} has an empty dimension")
-    stride_p = _as_pair("stride", stride, 1)
-    dilation_p = _as_pair("dilation", dilation, 1)
-    if isinstance(padding, str):
-        if padding == "valid":
-            pad, pad_end = (0, 0), (0, 0)
-        elif padding == "same":
-            if stride_p != (1, 1):
-                raise ValueError(f"padding='same' is not supported with stride={stride!r} (as in PyTorch)")
-            total = (dilation_p[0] * (r - 1), dilation_p[1] * (s - 1))
-            pad = (total[0] // 2, total[1] // 2)
-            pad_end = (total[0] - pad[0], total[1] - pad[1])
-        else:
-            raise ValueError(f"padding={padding!r} must be 'same', 'valid', an int or a pair of ints")
-    else:
-        pad = pad_end = _as_pair("padding", padding, 0)
+    if padding_end is None:
+        stride_p, pad, pad_end, dilation_p = normal_geometry((r, s), stride, padding, dilation)
+    else:  # the custom op's normal form: padding (top, left) and padding_end (bottom, right)
+        stride_p, dilation_p = _as_pair("stride", stride, 1), _as_pair("dilation", dilation, 1)
+        pad, pad_end = _as_pair("padding", padding, 0), _as_pair("padding_end", padding_end, 0)
     if bias is not None:
         _check_tensor("bias", bias, input)
         if tuple(bias.shape) != (k,):

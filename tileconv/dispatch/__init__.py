@@ -88,6 +88,26 @@ def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorit
 
 
 _backward_selected: dict[tuple, BackwardConfig] = {}
+_dgrad_forward: dict[ConvProblem, ConvProblem | None] = {}
+
+
+def dgrad_forward(problem: ConvProblem) -> ConvProblem | None:
+    """The forward problem whose convolution ``auto`` dispatch runs for ``problem``'s input
+    gradient, or None to run the output-phase dgrad kernel.
+
+    A stride-1 dgrad is a forward convolution of the upstream gradient with the flipped,
+    transposed weight (:meth:`ConvProblem.dgrad_as_forward`): it then gets the forward's
+    kernels, heuristics and tuning (``tune --pass dgrad`` tunes that forward problem),
+    all measured and faster than the phase kernel's one tiling. Depthwise convolutions
+    with a channel multiplier > 1 stay on the phase kernel (their forward form has K/C
+    input channels per group: no depthwise kernel runs it). Remembered per problem."""
+    if problem in _dgrad_forward:
+        return _dgrad_forward[problem]
+    forward = problem.dgrad_as_forward()
+    if forward is not None and problem.is_depthwise and problem.k != problem.c:
+        forward = None
+    _dgrad_forward[problem] = forward
+    return forward
 
 
 def backward_config(problem: ConvProblem, algorithm: BackwardAlgorithm, gradient: str) -> BackwardConfig:
@@ -111,5 +131,6 @@ def clear_selection_cache() -> None:
     """Forget every remembered choice and the parsed tuning cache (after tuning, or in tests)."""
     _selected.clear()
     _backward_selected.clear()
+    _dgrad_forward.clear()
     cache.reload()
     call_plans.clear()

@@ -4,7 +4,10 @@
 The backward configs were sized from the forward's tiles and never measured (ResNet-50 on an
 H200: dgrad 0.43x, wgrad 0.26x of cuDNN's ``convolution_backward``); this races them.
 
-For each problem and gradient:
+A stride-1 dgrad runs as a forward convolution (:func:`tileconv.dispatch.dgrad_forward`);
+tuning it tunes that forward problem with :func:`tileconv.tune` (ResNet's stride-1 dgrads
+are often forward problems of the same suite, tuned once for both). For every other
+problem and gradient:
 
 1. random inputs, weight and upstream gradient on the device; the float64 reference of
    both gradients from ``aten.convolution_backward`` on the same device;
@@ -31,10 +34,11 @@ from ..kernels import BackwardConfig, get_backward_algorithm
 from ..kernels.backward import aten_convolution_backward
 from ..problem import ConvProblem
 from ..testing import random_inputs, tolerance
-from . import cache, clear_selection_cache
+from . import cache, clear_selection_cache, dgrad_forward
 from .heuristics import choose_backward_algorithm, default_backward_config
 from .tune import (
     Timer,
+    TuneResult,
     _describe_error,
     _device_context,
     _resolve_device,
@@ -42,6 +46,7 @@ from .tune import (
     cuda_timer,
     wall_clock_timer,
 )
+from .tune import tune as tune_forward
 
 GRADIENTS = ("dgrad", "wgrad")
 DEFAULT_MAX_CANDIDATES = 10
@@ -93,6 +98,9 @@ class BackwardTuneResult:
     rejected: list[tuple[BackwardConfig, str]] = field(default_factory=list)
     message: str = ""  # why it failed
     seconds: float = 0.0
+    # dgrad run as a forward convolution (:func:`tileconv.dispatch.dgrad_forward`): the
+    # forward tuning of that problem, whose winner the dgrad then uses.
+    forward: TuneResult | None = None
 
     @property
     def speedup(self) -> float | None:
@@ -153,6 +161,17 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
     return result
 
 
+def _tune_as_forward(problem: ConvProblem, forward: ConvProblem, device: torch.device, timer: Timer, force: bool,
+                     max_candidates: int, seed: int, store: bool) -> BackwardTuneResult:
+    """dgrad of ``problem`` runs as the forward convolution ``forward``: tune that."""
+    (tuned,) = tune_forward([forward], device=device, force=force, max_candidates=max_candidates, timer=timer,
+                            progress=False, seed=seed, store=store)
+    return BackwardTuneResult(
+        problem, "dgrad", tuned.key, tuned.status, algorithm=f"forward {tuned.algorithm}",
+        time_ms=tuned.time_ms, default_ms=tuned.default_ms, message=tuned.message, forward=tuned,
+    )
+
+
 def tune_backward(
     problems: Sequence[ConvProblem],
     *,
@@ -188,6 +207,14 @@ def tune_backward(
                     continue
                 seen.add(key)
                 start = time.perf_counter()
+                forward = dgrad_forward(problem) if gradient == "dgrad" else None
+                if forward is not None:
+                    result = _tune_as_forward(problem, forward, device, timer, force, max_candidates, seed, store)
+                    result.seconds = time.perf_counter() - start
+                    results.append(result)
+                    if report is not None:
+                        report(result)
+                    continue
                 cached = None if force else cache.lookup_backward(problem, gradient, device)
                 if cached is not None:
                     result = BackwardTuneResult(problem, gradient, key, "cached", config=cached)
@@ -213,8 +240,11 @@ def result_line(result: BackwardTuneResult) -> str:
     what = f"{result.gradient} {result.problem.describe()} {result.problem.dtype_name} {result.problem.layout}"
     if result.status == "failed":
         return f"FAILED {what}: {result.message}"
+    config = result.config if result.forward is None else result.forward.config
     if result.status == "cached":
-        return f"cached {what}: {result.config}"
+        return f"cached {what}: {result.algorithm or ''} {config}"
     speedup = f", {result.speedup:.2f}x the heuristics" if result.speedup else ""
-    return (f"tuned  {what}: {result.algorithm} {result.config} {result.time_ms * 1e3:.1f} us{speedup} "
-            f"({len(result.timings)} timed, {len(result.rejected)} rejected, {result.seconds:.1f} s)")
+    timed, rejected = (result.timings, result.rejected) if result.forward is None else (
+        result.forward.timings, result.forward.rejected)
+    return (f"tuned  {what}: {result.algorithm} {config} {result.time_ms * 1e3:.1f} us{speedup} "
+            f"({len(timed)} timed, {len(rejected)} rejected, {result.seconds:.1f} s)")

@@ -90,3 +90,21 @@ def block_diagonal_weight(weight: torch.Tensor, groups: int, pack: int) -> torch
         return merged.contiguous(memory_format=torch.channels_last)
 
     return _cached(weight, f"block_diagonal/{groups}/{pack}", build)
+
+
+def dgrad_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
+    """The weight of the forward convolution that computes a stride-1 convolution's input
+    gradient (:meth:`tileconv.problem.ConvProblem.dgrad_as_forward`): (C, K/g, R, S) with
+    ``w'[g*C/g + c, k, r, s] = w[g*K/g + k, c, R-1-r, S-1-s]`` (each group's channel axes
+    swapped, the taps flipped), stored channels_last (the reduction axis, K/g, contiguous:
+    what the implicit GEMM's B tile and gemm_1x1's bulk copies read)."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, c_per_group, r, s = w.shape
+        flipped = w.flip((2, 3)).reshape(groups, k // groups, c_per_group, r, s)
+        out = torch.empty((groups * c_per_group, k // groups, r, s), dtype=w.dtype, device=w.device,
+                          memory_format=torch.channels_last)
+        out.view(groups, c_per_group, k // groups, r, s).copy_(flipped.transpose(1, 2))
+        return out
+
+    return _cached(weight, f"dgrad/{groups}", build)

@@ -39,7 +39,7 @@ _TARGET_PROGRAMS = 2 * 132
 # A split keeps at least this many reduction steps, so that its pipeline fills and the
 # partial sums (4 bytes per weight element per split) stay small beside the reduction.
 _MIN_STEPS_PER_SPLIT = 8
-_MAX_SPLIT = 64
+_MAX_SPLIT = 256
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -59,6 +59,13 @@ def conv2d_wgrad_kernel(
     SPLIT, GROUPS,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
+    # C/g % BLOCK_N == 0: every column of a tile belongs to one tap (r, s), so the input
+    # tile is one pixel gather at a scalar tap offset with a per-pixel halo mask (instead
+    # of per-element (r, s) decoding and a 2D mask).
+    TAP_TILE: tl.constexpr = False,
+    # 1x1, stride 1, no padding, and both tensors dense over (n, h, w) (stride_n = H*stride_h,
+    # stride_h = W*stride_w): pixel m sits at m * stride_w in both, no decoding, no halo.
+    FLAT: tl.constexpr = False,
 ):
     L = pixel_count(N, P, Q, INT64)
     T = C_PER_GROUP * R * S
@@ -90,19 +97,34 @@ def conv2d_wgrad_kernel(
     s = tap % S
     dy_col = dy_ptr + ((group * K_PER_GROUP + offs_k) * stride_dk)[:, None]
     x_col = x_ptr + ((group * C_PER_GROUP + c) * stride_xc)[None, :]
+    # TAP_TILE: the tile's one tap, as scalars.
+    tap0 = (pid_n * BLOCK_N) // C_PER_GROUP
+    dh0 = (tap0 // S) * dil_h
+    dw0 = (tap0 % S) * dil_w
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for m0 in range(0, CHUNK, BLOCK_K):
         m = start + m0 + offs_pix
         mask_pix = m < end
-        n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
-        a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
-                    mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
-        ih = ih0[:, None] + (r * dil_h)[None, :]
-        iw = iw0[:, None] + (s * dil_w)[None, :]
-        # The mask is the padding halo (and the tails of pixels and columns).
-        ok = mask_pix[:, None] & mask_t[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        b = tl.load(x_col + (n_idx * stride_xn)[:, None] + ih * stride_xh + iw * stride_xw, mask=ok, other=0.0)
+        if FLAT:
+            a = tl.load(dy_col + (m * stride_dq)[None, :], mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
+            b = tl.load(x_col + (m * stride_xw)[:, None], mask=mask_pix[:, None] & mask_t[None, :], other=0.0)
+        else:
+            n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
+            a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
+                        mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
+            if TAP_TILE:
+                ih = ih0 + dh0
+                iw = iw0 + dw0
+                ok = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)  # the padding halo
+                b = tl.load(x_col + (n_idx * stride_xn + ih * stride_xh + iw * stride_xw)[:, None],
+                            mask=ok[:, None], other=0.0)
+            else:
+                ih = ih0[:, None] + (r * dil_h)[None, :]
+                iw = iw0[:, None] + (s * dil_w)[None, :]
+                # The mask is the padding halo (and the tails of pixels and columns).
+                ok = mask_pix[:, None] & mask_t[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+                b = tl.load(x_col + (n_idx * stride_xn)[:, None] + ih * stride_xh + iw * stride_xw, mask=ok, other=0.0)
         if UPCAST_DOT:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -220,10 +242,29 @@ def launch_wgrad_implicit_gemm(
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         **dot_constexprs(problem),
         INT64=needs_int64(problem),
+        TAP_TILE=problem.c_per_group % config.block_n == 0,
+        FLAT=_flat_pixels(problem, grad, x),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     _finish(out, grad_weight, split)
     return split
+
+
+def _dense_pixels(t: torch.Tensor) -> bool:
+    """Pixel (n, h, w) of ``t`` sits at ((n*H + h)*W + w) * stride_w: no gaps between rows or images."""
+    n, _, h, w = t.shape
+    sn, _, sh, sw = t.stride()
+    return (h == 1 or sh == w * sw) and (n == 1 or sn == h * w * sw)
+
+
+def _flat_pixels(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor) -> bool:
+    """Whether wgrad may address pixel m as m * stride_w in both tensors (its FLAT case):
+    a 1x1, stride-1, unpadded problem, both tensors dense over pixels, one pixel stride."""
+    if (problem.r, problem.s, problem.stride) != (1, 1, (1, 1)) or problem.padding != (0, 0):
+        return False
+    if problem.padding_end != (0, 0) or problem.dilation != (1, 1) or problem.w == 1:
+        return False  # (W = 1: kernel_strides gives a size-1 axis the stride 0)
+    return _dense_pixels(grad) and _dense_pixels(x)
 
 
 def launch_wgrad_depthwise(
