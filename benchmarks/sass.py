@@ -134,17 +134,20 @@ def inspect(algorithm: str, case_name: str, int64: bool = False) -> dict:
             "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
-def inspect_backward(gradient: str, case_name: str, int64: bool = False) -> dict:
+def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorithm: str | None = None,
+                     dtype: torch.dtype = torch.float16) -> dict:
     """As :func:`inspect` for the backward kernels (``gradient`` 'dgrad' or 'wgrad'; the
-    depthwise kernels for a depthwise case). The interpreter runs them in the tests; only
-    a compile for the GPU finds type errors that the interpreter accepts."""
+    depthwise kernels for a depthwise case unless ``algorithm`` says otherwise). The
+    interpreter runs them in the tests; only a compile for the GPU finds type errors that
+    the interpreter accepts, and compiler failures (an fp32 depthwise dgrad on the
+    tensor-core kernel once failed to compile: K/g = 1 specialised to a constant)."""
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
     from tileconv.dispatch.heuristics import choose_backward_algorithm, default_backward_config
 
     case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
-    problem = case.problem(torch.float16, "nhwc", "none", batch=2)
-    algorithm = choose_backward_algorithm(problem)
+    problem = case.problem(dtype, "nhwc", "none", batch=2)
+    algorithm = algorithm or choose_backward_algorithm(problem)
     config = default_backward_config(problem, algorithm, gradient)
     inputs = random_inputs(problem, "cpu", seed=0)
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
@@ -152,8 +155,10 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False) -> dict
     kernel_name = f"conv2d_{gradient}_{'depthwise_' if algorithm == 'depthwise' else ''}kernel"
     recorder = _Recorder(getattr(module, kernel_name))
     saved = getattr(module, kernel_name)
+    saved_finish = wgrad.wgrad_finish_kernel  # a second launch (splits, tap order): recorded, not compiled
     try:
         setattr(module, kernel_name, recorder)
+        wgrad.wgrad_finish_kernel = _Recorder(saved_finish)
         if gradient == "dgrad":
             grad_input = torch.empty(problem.input_shape, dtype=problem.dtype).contiguous(
                 memory_format=torch.channels_last)
@@ -165,11 +170,12 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False) -> dict
             launcher(problem, grad, inputs.x, grad_weight, config)
     finally:
         setattr(module, kernel_name, saved)
+        wgrad.wgrad_finish_kernel = saved_finish
     args, kwargs = recorder.calls[0]
     source, options = _specialise(recorder.kernel, args, dict(kwargs, INT64=int64))
     compiled = triton.compile(source, target=TARGET, options=options)
     return {"algorithm": gradient, "case": case_name, "int64": int64, "kernel": kernel_name, "config": str(config),
-            "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+            "dtype": TYPES[dtype], "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
 CASES = [
@@ -197,6 +203,11 @@ BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1"),
     ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
 ]
+# Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem.
+FORCED_BACKWARD_CASES = [
+    ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
+    ("wgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
+]
 
 
 def main() -> int:
@@ -206,6 +217,8 @@ def main() -> int:
     rows = [inspect(algorithm, case) for algorithm, case in CASES]
     rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
+    rows += [inspect_backward(gradient, case, False, algorithm, dtype)
+             for gradient, case, algorithm, dtype in FORCED_BACKWARD_CASES]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0

@@ -57,8 +57,10 @@ def _phase_taps(phase, pad, dil, stride, R):
     return first, count, dp0
 
 
+# K_PER_GROUP is not specialised: Triton 3.6 fails to compile (sm_90) the pipelined fp32
+# kernel when it is specialised to the constant 1 (depthwise problems, forced onto this kernel).
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
-                               "R", "S", "TAP_STEP_H", "TAP_STEP_W", "DP_STEP_H", "DP_STEP_W"])
+                               "R", "S", "TAP_STEP_H", "TAP_STEP_W", "DP_STEP_H", "DP_STEP_W", "K_PER_GROUP"])
 def conv2d_dgrad_kernel(
     dy_ptr,  # upstream gradient [N, K, P, Q] through strides stride_dn..
     w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..

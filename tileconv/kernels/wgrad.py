@@ -33,6 +33,7 @@ from ..problem import ConvProblem
 from .common import output_pixels, pixel_count
 from .config import BackwardConfig, dot_constexprs, needs_int64
 from .fast_launch import launch
+from .fast_launch import workspace as scratch
 
 # Hopper has 132 SMs; split-K aims at two waves of programs.
 _TARGET_PROGRAMS = 2 * 132
@@ -40,6 +41,11 @@ _TARGET_PROGRAMS = 2 * 132
 # partial sums (4 bytes per weight element per split) stay small beside the reduction.
 _MIN_STEPS_PER_SPLIT = 8
 _MAX_SPLIT = 256
+FINISH_TILE = 64  # wgrad_finish_kernel's tile: 64 output channels x 64 columns
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -47,13 +53,13 @@ _MAX_SPLIT = 256
 def conv2d_wgrad_kernel(
     dy_ptr,  # upstream gradient [N, K, P, Q] through strides stride_dn..
     x_ptr,  # input [N, C, H, W] through strides stride_xn..
-    out_ptr,  # [SPLIT, K, C/g, R, S] through stride_os (split) and stride_ok.. (written)
+    out_ptr,  # [SPLIT, K, C/g*R*S] columns t = (r, s, c), through stride_os, stride_ok, stride_ot (written)
     N, H, W, P, Q,
     C_PER_GROUP, K_PER_GROUP,
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_dn, stride_dk, stride_dp, stride_dq,
     stride_xn, stride_xc, stride_xh, stride_xw,
-    stride_os, stride_ok, stride_oc, stride_or, stride_ow,
+    stride_os, stride_ok, stride_ot,
     R, S,
     CHUNK,  # pixels per split, a multiple of BLOCK_K
     SPLIT, GROUPS,
@@ -130,10 +136,34 @@ def conv2d_wgrad_kernel(
             b = b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
 
-    out_offs = split * stride_os + ((group * K_PER_GROUP + offs_k) * stride_ok)[:, None] + (
-        c * stride_oc + r * stride_or + s * stride_ow
-    )[None, :]
+    # Stored in the tile's own column order (consecutive t consecutive in memory: coalesced);
+    # the weight's (c, r, s) order is wgrad_finish_kernel's job where it differs.
+    out_offs = split * stride_os + ((group * K_PER_GROUP + offs_k) * stride_ok)[:, None] + (offs_t * stride_ot)[None, :]
     tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_k[:, None] & mask_t[None, :])
+
+
+@triton.jit(do_not_specialize=["SPLIT", "S"])
+def wgrad_finish_kernel(
+    ws_ptr,  # fp32 partial sums [SPLIT, K, T], T = C/g*R*S columns t = (r, s, c), contiguous
+    out_ptr,  # the weight gradient [K, C/g, R, S] through its strides (written)
+    K, T, C_PER_GROUP, S, SPLIT,
+    stride_ok, stride_oc, stride_or, stride_ow,
+    BLOCK_K: tl.constexpr, BLOCK_T: tl.constexpr,
+):
+    """Sum the splits in a fixed order (deterministic) and write each column t = (r, s, c)
+    to the weight's (k, c, r, s)."""
+    offs_k = (tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)).to(tl.int64)
+    offs_t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
+    mask = (offs_k < K)[:, None] & (offs_t < T)[None, :]
+    acc = tl.zeros((BLOCK_K, BLOCK_T), dtype=tl.float32)
+    for split in range(0, SPLIT):
+        acc += tl.load(ws_ptr + ((split * K + offs_k) * T)[:, None] + offs_t[None, :], mask=mask, other=0.0)
+    tap = offs_t // C_PER_GROUP
+    c = offs_t % C_PER_GROUP
+    r = tap // S
+    s = tap % S
+    out_offs = (offs_k * stride_ok)[:, None] + (c * stride_oc + r * stride_or + s * stride_ow)[None, :]
+    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "K", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -230,14 +260,20 @@ def launch_wgrad_implicit_gemm(
     columns = problem.c_per_group * problem.r * problem.s
     tiles = triton.cdiv(problem.k_per_group, config.block_m) * triton.cdiv(columns, config.block_n) * problem.groups
     chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_k, tiles, config.split_k), config.block_k)
-    out = _split_output(problem, grad_weight, split)
+    direct = split == 1 and problem.r * problem.s == 1  # columns t = c: the weight's own order
+    if direct:
+        out = grad_weight
+        out_strides = (0, grad_weight.stride(0), grad_weight.stride(1))
+    else:
+        out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
+        out_strides = out.stride()
     launch(conv2d_wgrad_kernel, (tiles * split,),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
         problem.c_per_group, problem.k_per_group,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
-        *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
+        *kernel_strides(grad), *kernel_strides(x), *out_strides,
         problem.r, problem.s, chunk, split, problem.groups,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         **dot_constexprs(problem),
@@ -246,7 +282,10 @@ def launch_wgrad_implicit_gemm(
         FLAT=_flat_pixels(problem, grad, x),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    _finish(out, grad_weight, split)
+    if not direct:
+        launch(wgrad_finish_kernel, (_cdiv(problem.k, FINISH_TILE), _cdiv(columns, FINISH_TILE)),
+               out, grad_weight, problem.k, columns, problem.c_per_group, problem.s, split,
+               *grad_weight.stride(), BLOCK_K=FINISH_TILE, BLOCK_T=FINISH_TILE, num_warps=4)
     return split
 
 

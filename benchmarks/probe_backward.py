@@ -1,0 +1,64 @@
+"""Kernel-development probe for the backward kernels, for one device call: time the wgrad
+(or dgrad) kernel of a few ResNet-50 rows under several pinned configs against cuDNN's
+``convolution_backward`` for the same gradient, each result checked against float32.
+
+    python3 benchmarks/probe_backward.py wgrad            # the table
+    python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
+
+Not the benchmark of record (that is ``python -m tileconv bench --pass wgrad``).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.getcwd())
+import torch
+from triton.testing import do_bench
+
+from tileconv.bench.suites import get_suite
+from tileconv.functional import conv2d_backward_problem
+from tileconv.kernels import BackwardConfig
+from tileconv.kernels.backward import aten_convolution_backward
+from tileconv.testing import compare, random_inputs, tolerance
+
+torch.backends.cudnn.benchmark = True
+gradient = sys.argv[1] if len(sys.argv) > 1 else "wgrad"
+once = "--once" in sys.argv
+B = BackwardConfig
+CONFIGS = [None, B(128, 128, 64, 4, 8, 3), B(128, 128, 64, 1, 8, 4), B(128, 128, 32, 4, 8, 4), B(64, 128, 64, 4, 4, 4),
+           B(128, 64, 64, 4, 4, 4), B(128, 256, 64, 2, 8, 3), B(256, 128, 64, 2, 8, 3)]
+ROWS = ("r50 c64 hw56 k64 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512 3x3/1", "r50 c64 hw56 k64 1x1/1",
+        "r50 c1024 hw14 k256 1x1/1")
+
+
+def probe(name, p):
+    i = random_inputs(p, "cuda", seed=0)
+    grad = torch.randn(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+    need_x, need_w = gradient == "dgrad", gradient == "wgrad"
+    ref = aten_convolution_backward(p, grad.float(), i.x.float(), i.weight.float(), need_x, need_w)[0 if need_x else 1]
+
+    def cudnn():
+        return aten_convolution_backward(p, grad, i.x, i.weight, need_x, need_w)
+
+    def ours(cfg):
+        kw = {"dgrad_config" if need_x else "wgrad_config": cfg}
+        return conv2d_backward_problem(p, grad, i.x, i.weight, need_x, need_w, **kw)[0 if need_x else 1]
+
+    if once:
+        ours(None)
+        return
+    t_ref = do_bench(cudnn, warmup=25, rep=100, return_mode="median")
+    print(f"{name:28s} cudnn {t_ref * 1e3:7.1f} us  {p.flops / t_ref / 1e9:6.1f} TFLOP/s", flush=True)
+    for cfg in CONFIGS:
+        try:
+            ok = compare(ours(cfg), ref, tolerance(p, p.gemm_m if need_w else p.k * p.r * p.s)).ok
+            t = do_bench(lambda cfg=cfg: ours(cfg), warmup=25, rep=100, return_mode="median")
+            print(f"{'':28s} {t * 1e3:7.1f} us  {t_ref / t:5.2f}x  {p.flops / t / 1e9:6.1f} TFLOP/s  "
+                  f"{cfg or 'heuristics'}  ok {ok}", flush=True)
+        except Exception as err:  # noqa: BLE001 - a probe reports and goes on
+            print(f"{'':28s} {cfg}: {type(err).__name__}: {str(err)[:100]}", flush=True)
+
+
+print(torch.cuda.get_device_name(), flush=True)
+for case in get_suite("resnet50"):
+    if case.name in ROWS:
+        probe(case.name, case.problem(torch.float16, "nhwc"))
