@@ -41,7 +41,7 @@ _TARGET_PROGRAMS = 2 * 132
 # partial sums (4 bytes per weight element per split) stay small beside the reduction.
 _MIN_STEPS_PER_SPLIT = 8
 _MAX_SPLIT = 256
-FINISH_TILE = 64  # wgrad_finish_kernel's tile: 64 output channels x 64 columns
+FINISH_BLOCK = 256  # wgrad_finish_kernel: weight elements per program
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -108,6 +108,16 @@ def conv2d_wgrad_kernel(
     dh0 = (tap0 // S) * dil_h
     dw0 = (tap0 % S) * dil_w
 
+    # Each lane's pixel (n, p, q) is decoded once, then advanced by BLOCK_K pixels a step
+    # with carries (q past Q wraps into p, p past P into n): integer divisions in the loop
+    # cost ~400 SASS instructions a step (16 divisions a thread: two layouts, replicated
+    # lanes) against 4 HGMMAs.
+    n_idx, p, q, _, _ = output_pixels(start + offs_pix, P, Q, 1, 1, 0, 0)
+    step_q = BLOCK_K % Q
+    step_rows = BLOCK_K // Q
+    step_p = step_rows % P
+    step_n = step_rows // P
+
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for m0 in range(0, CHUNK, BLOCK_K):
         m = start + m0 + offs_pix
@@ -116,7 +126,8 @@ def conv2d_wgrad_kernel(
             a = tl.load(dy_col + (m * stride_dq)[None, :], mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
             b = tl.load(x_col + (m * stride_xw)[:, None], mask=mask_pix[:, None] & mask_t[None, :], other=0.0)
         else:
-            n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
+            ih0 = p * stride_h - pad_h
+            iw0 = q * stride_w - pad_w
             a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
                         mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
             if TAP_TILE:
@@ -131,6 +142,13 @@ def conv2d_wgrad_kernel(
                 # The mask is the padding halo (and the tails of pixels and columns).
                 ok = mask_pix[:, None] & mask_t[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
                 b = tl.load(x_col + (n_idx * stride_xn)[:, None] + ih * stride_xh + iw * stride_xw, mask=ok, other=0.0)
+            q += step_q
+            carry = q >= Q
+            q = tl.where(carry, q - Q, q)
+            p += step_p + carry.to(p.dtype)
+            carry = p >= P
+            p = tl.where(carry, p - P, p)
+            n_idx += step_n + carry.to(n_idx.dtype)
         if UPCAST_DOT:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -144,26 +162,33 @@ def conv2d_wgrad_kernel(
 
 @triton.jit(do_not_specialize=["SPLIT", "S"])
 def wgrad_finish_kernel(
-    ws_ptr,  # fp32 partial sums [SPLIT, K, T], T = C/g*R*S columns t = (r, s, c), contiguous
+    ws_ptr,  # fp32 partial sums [SPLIT, K*T] (T = C/g*R*S columns t = (r, s, c)), contiguous
     out_ptr,  # the weight gradient [K, C/g, R, S] through its strides (written)
-    K, T, C_PER_GROUP, S, SPLIT,
+    KT, T, C_PER_GROUP, S, SPLIT,
     stride_ok, stride_oc, stride_or, stride_ow,
-    BLOCK_K: tl.constexpr, BLOCK_T: tl.constexpr,
+    BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr,
 ):
-    """Sum the splits in a fixed order (deterministic) and write each column t = (r, s, c)
-    to the weight's (k, c, r, s)."""
-    offs_k = (tl.program_id(0) * BLOCK_K + tl.arange(0, BLOCK_K)).to(tl.int64)
-    offs_t = tl.program_id(1) * BLOCK_T + tl.arange(0, BLOCK_T)
-    mask = (offs_k < K)[:, None] & (offs_t < T)[None, :]
-    acc = tl.zeros((BLOCK_K, BLOCK_T), dtype=tl.float32)
-    for split in range(0, SPLIT):
-        acc += tl.load(ws_ptr + ((split * K + offs_k) * T)[:, None] + offs_t[None, :], mask=mask, other=0.0)
-    tap = offs_t // C_PER_GROUP
-    c = offs_t % C_PER_GROUP
+    """Sum the splits and write element e = k*T + t, t = (r, s, c), to the weight's
+    (k, c, r, s). Each program reads BLOCK_S splits of BLOCK_E elements at a time (split-K
+    of a small weight has hundreds of splits: one split at a time left a single program
+    walking them all); the sum runs in a fixed order (deterministic)."""
+    offs_e = tl.program_id(0).to(tl.int64) * BLOCK_E + tl.arange(0, BLOCK_E)
+    offs_s = tl.arange(0, BLOCK_S)
+    mask_e = offs_e < KT
+    acc = tl.zeros((BLOCK_S, BLOCK_E), dtype=tl.float32)
+    for s0 in range(0, SPLIT, BLOCK_S):
+        split = s0 + offs_s
+        acc += tl.load(ws_ptr + (split.to(tl.int64) * KT)[:, None] + offs_e[None, :],
+                       mask=(split < SPLIT)[:, None] & mask_e[None, :], other=0.0)
+    total = tl.sum(acc, axis=0)
+    k = offs_e // T
+    t = offs_e - k * T
+    tap = t // C_PER_GROUP
+    c = t - tap * C_PER_GROUP
     r = tap // S
-    s = tap % S
-    out_offs = (offs_k * stride_ok)[:, None] + (c * stride_oc + r * stride_or + s * stride_ow)[None, :]
-    tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    s = tap - r * S
+    tl.store(out_ptr + k * stride_ok + c * stride_oc + r * stride_or + s * stride_ow,
+             total.to(out_ptr.dtype.element_ty), mask=mask_e)
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "K", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -283,9 +308,11 @@ def launch_wgrad_implicit_gemm(
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if not direct:
-        launch(wgrad_finish_kernel, (_cdiv(problem.k, FINISH_TILE), _cdiv(columns, FINISH_TILE)),
-               out, grad_weight, problem.k, columns, problem.c_per_group, problem.s, split,
-               *grad_weight.stride(), BLOCK_K=FINISH_TILE, BLOCK_T=FINISH_TILE, num_warps=4)
+        elements = problem.k * columns
+        block_s = min(16, 1 << (split - 1).bit_length())  # a power of two covering the splits, at most 16
+        launch(wgrad_finish_kernel, (_cdiv(elements, FINISH_BLOCK),),
+               out, grad_weight, elements, columns, problem.c_per_group, problem.s, split,
+               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=FINISH_BLOCK, num_warps=4)
     return split
 
 
