@@ -351,3 +351,116 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
         conv2d_problem(problem, x, weight, None, None, algo=name, config=config)
     extra = sorted(set(seen) - allowed)
     assert not extra, f"{algo}: PyTorch ops a replay would skip: {extra}"
+
+
+# --------------------------------------------------------------------- backward plans
+def test_a_backward_plan_allocates_both_gradients_and_derives_from_its_weight_slot(fake_stream):
+    """A backward call (upstream gradient, input, weight) -> (grad_input, grad_weight): the
+    weight is the third tensor, an output not computed stays None."""
+    log = []
+    grad, x, w = torch.zeros(1, 5, 4, 4), torch.zeros(1, 3, 4, 4), torch.randn(5, 3, 3, 3)
+    derived = weights.channel_minor_weight(w)
+    gi, gw = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 3, 3)
+    record = _record((_FakeCompiled(log), (1, 1, 1), [grad, derived, gi]), (_FakeCompiled(log), (2, 1, 1), [grad, x, gw]))
+    plan = call_plans.CallPlan(record, [grad, x, w], (gi, gw), weight_slot=2)
+    grad2, x2 = torch.ones_like(grad), torch.ones_like(x)
+    w.add_(1.0)
+    gi2, gw2 = plan(grad2, x2, w)
+    assert gi2.shape == gi.shape and gw2.shape == gw.shape and gi2 is not gi and gw2 is not gw
+    first, second = log
+    assert first[13:] == (grad2.data_ptr(), weights.channel_minor_weight(w).data_ptr(), gi2.data_ptr())
+    assert second[13:] == (grad2.data_ptr(), x2.data_ptr(), gw2.data_ptr())
+    fresh = weights.channel_minor_weight(w)
+    only_input = call_plans.CallPlan(_record((_FakeCompiled(log), (1, 1, 1), [grad, fresh, gi])),
+                                     [grad, x, w], (gi, None), weight_slot=2)
+    assert only_input(grad2, x2, w)[1] is None
+
+
+def test_a_descriptor_over_a_derived_weight_is_derived_again_by_address(fake_stream):
+    """dgrad of a 1x1 convolution runs gemm_1x1 over the transposed weight: its B descriptor
+    views a derived copy, found by address."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    log = []
+    grad = torch.zeros(2, 32, 4, 4).contiguous(memory_format=torch.channels_last)
+    x, w = torch.zeros(2, 16, 4, 4), torch.randn(32, 16, 1, 1)
+    derived = weights.dgrad_weight(w, 1)  # (16, 32, 1, 1)
+    gi = torch.zeros(2, 16, 4, 4).contiguous(memory_format=torch.channels_last)
+    b_desc = TensorDescriptor.from_tensor(derived.reshape(16, 32), [16, 16])
+    plan = call_plans.CallPlan(_record((_FakeCompiled(log), (1, 1, 1), [b_desc, gi])), [grad, x, w], (gi, None),
+                               weight_slot=2)
+    w.mul_(2.0)
+    gi2, _ = plan(grad, x, w)
+    b2, out = log[0][13:]
+    assert b2.base.data_ptr() == weights.dgrad_weight(w, 1).data_ptr() != derived.data_ptr()
+    assert out == gi2.data_ptr()
+
+
+_GPU_BACKWARD_CASES = [
+    # (N, C, H, W, K, R, S, stride, padding, groups): dgrad as a forward (3x3, 1x1), the
+    # phase kernel (strided), depthwise (forward-route dgrad, depthwise wgrad with its split sum)
+    (2, 32, 12, 12, 48, 3, 3, 1, 1, 1),
+    (4, 64, 10, 10, 64, 1, 1, 1, 0, 1),
+    (2, 16, 11, 9, 24, 3, 3, 2, 1, 1),
+    (2, 32, 10, 10, 32, 3, 3, 1, 1, 32),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _GPU_BACKWARD_CASES, ids=lambda c: f"c{c[1]}k{c[4]}r{c[5]}u{c[7]}g{c[9]}")
+def test_replayed_backward_calls_match_the_reference(case, seed: int):
+    """Three backward calls with fresh inputs and a changed weight each: the first records,
+    the others replay (both gradients); NaN-filled blocks freed before each call."""
+    from tileconv.functional import conv2d_backward_problem
+    from tileconv.kernels.backward import aten_convolution_backward
+
+    n, c, h, w, k, r, s, stride, padding, groups = case
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    weight = torch.randn(k, c // groups, r, s, generator=gen, device="cuda", dtype=torch.float16) / 8
+    replays = call_plans.stats()["replays"]
+    for call in range(3):
+        weight.mul_(-1.0)
+        x = torch.randn(n, c, h, w, generator=gen, device="cuda", dtype=torch.float16)
+        x = x.contiguous(memory_format=torch.channels_last)
+        problem = tileconv.problem_from_arguments(x, weight, None, stride, padding, 1, groups)
+        grad = torch.randn(problem.output_shape, generator=gen, device="cuda", dtype=torch.float16)
+        grad = grad.contiguous(memory_format=torch.channels_last)
+        torch.full(problem.input_shape, float("nan"), device="cuda", dtype=torch.float16)
+        torch.full(problem.weight_shape, float("nan"), device="cuda", dtype=torch.float16)
+        got_x, got_w = conv2d_backward_problem(problem, grad, x, weight)
+        ref_x, ref_w = aten_convolution_backward(problem, grad.double(), x.double(), weight.double(), True, True)
+        assert_conv_close(got_x, ref_x, tolerance(problem, k // groups * r * s), context=f"dgrad, call {call}")
+        assert_conv_close(got_w, ref_w, tolerance(problem, problem.gemm_m), context=f"wgrad, call {call}")
+    assert call_plans.stats()["replays"] >= replays + 2, "the repeated backward calls were not replayed"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _GPU_BACKWARD_CASES, ids=lambda c: f"c{c[1]}k{c[4]}r{c[5]}u{c[7]}g{c[9]}")
+def test_backward_launchers_do_no_torch_compute_a_replay_would_skip(case, monkeypatch):
+    """As for the forward: once the weight's derived copies exist, a backward call may do
+    nothing in PyTorch but allocate and view (a replay repeats only launches)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from tileconv.functional import conv2d_backward_problem
+
+    allowed = {"empty", "empty_strided", "view", "permute", "reshape", "_reshape_alias", "as_strided", "alias",
+               "detach", "t", "expand", "unsqueeze", "squeeze", "slice", "select"}
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    n, c, h, w, k, r, s, stride, padding, groups = case
+    x = torch.randn(n, c, h, w, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(k, c // groups, r, s, device="cuda", dtype=torch.float16)
+    problem = tileconv.problem_from_arguments(x, weight, None, stride, padding, 1, groups)
+    grad = torch.randn(problem.output_shape, device="cuda", dtype=torch.float16)
+    grad = grad.contiguous(memory_format=torch.channels_last)
+    monkeypatch.setattr(call_plans, "_enabled", False)  # the normal path, every time
+    conv2d_backward_problem(problem, grad, x, weight)  # derived weights now cached
+    with Log():
+        conv2d_backward_problem(problem, grad, x, weight)
+    extra = sorted(set(seen) - allowed)
+    assert not extra, f"{case}: PyTorch ops a replay would skip: {extra}"

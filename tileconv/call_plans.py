@@ -142,15 +142,36 @@ def is_known(key: tuple) -> bool:
     return key in _plans
 
 
-def replay_or_record(key: tuple, run, input, weight, bias, residual) -> torch.Tensor:
+def backward_key(problem, grad, x, weight, need_input: bool, need_weight: bool, algo: str,
+                 dgrad_config, wgrad_config) -> tuple | None:
+    """The key of a plan for :func:`tileconv.functional.conv2d_backward_problem` (both
+    gradients' launches in one plan), or None when the call must take the normal path
+    (as :func:`problem_key`, and for an empty batch)."""
+    if (INTERPRET or not _enabled or fast_launch._recording is not None or not grad.is_cuda or problem.n == 0
+            or torch.compiler.is_compiling() or _hooks_set()):
+        return None
+    try:
+        tensors = (grad, x, weight)
+        key = ("backward", problem, algo, need_input, need_weight, dgrad_config, wgrad_config,
+               *map(tensor_key, tensors), *map(_alignment, tensors), torch._C._cuda_getDevice())
+        hash(key)
+    except (AttributeError, TypeError, RuntimeError):
+        return None
+    return key
+
+
+def replay_or_record(key: tuple, run, *tensors, weight_slot: int = 1):
     """The call under ``key``: replayed if a plan exists, recorded (running ``run()``, the
-    normal path) the first time, else ``run()`` (a call that could not be planned)."""
+    normal path) the first time, else ``run()`` (a call that could not be planned).
+    ``tensors`` are the call's own tensors (None where absent), ``tensors[weight_slot]``
+    the weight whose derived copies the launches may read; ``run()`` returns the output,
+    or a tuple of outputs (None where not computed)."""
     plan = _plans.get(key)
     if plan is None:
-        return record(key, run, input, weight, bias, residual)
+        return record(key, run, *tensors, weight_slot=weight_slot)
     if plan is _NOT_PLANNABLE:
         return run()
-    return plan(input, weight, bias, residual)
+    return plan(*tensors)
 
 
 class _Address:
@@ -237,19 +258,26 @@ class _Unplannable(Exception):
 
 
 class CallPlan:
-    """The launches of one recorded ``tileconv.conv2d`` call, replayed for a later call
-    with the same key: allocate the output like the recorded one, derive the weight's
-    copies as the launchers would, launch each step on the current stream."""
+    """The launches of one recorded call, replayed for a later call with the same key:
+    allocate the outputs like the recorded ones, derive the weight's copies as the
+    launchers would, launch each step on the current stream.
 
-    __slots__ = ("out_shape", "out_stride", "out_dtype", "device_index", "derivations", "steps")
+    ``tensors``: the call's own (a forward's input, weight, bias, residual; a backward's
+    upstream gradient, input, weight), None where absent; ``tensors[weight_slot]`` is the
+    weight. ``out``: the output, or a tuple of outputs (None where not computed)."""
 
-    def __init__(self, record: fast_launch.Recording, tensors: list[torch.Tensor | None], out: torch.Tensor) -> None:
+    __slots__ = ("outs", "single", "device_index", "derivations", "steps", "weight_slot")
+
+    def __init__(self, record: fast_launch.Recording, tensors: list[torch.Tensor | None], out,
+                 weight_slot: int = 1) -> None:
         if not record.replayable:
             raise _Unplannable("a launch went around the recorder")
-        own = [*tensors, out]
+        self.single = not isinstance(out, tuple)
+        outs = [out] if self.single else list(out)
+        own = [*tensors, *outs]
         self.derivations = []
         derived: list[torch.Tensor] = []
-        weight = tensors[1]  # tensors: input, weight, bias, residual
+        weight = tensors[weight_slot]
 
         def slot_of(t: torch.Tensor, by_address: bool = False) -> int:
             """Where ``t`` comes from: one of the call's tensors (by identity, or for a view
@@ -265,13 +293,14 @@ class CallPlan:
             if matches:
                 return matches[0]
             for index, candidate in enumerate(derived):
-                if t is candidate:
+                if t is candidate or (by_address and t.data_ptr() == candidate.data_ptr()):
                     return len(own) + index
-            if any(t is w for w in record.workspaces):  # scratch: a replay allocates its own
+            if not by_address and any(t is w for w in record.workspaces):  # scratch: a replay allocates its own
                 derived.append(t)
                 self.derivations.append(_Workspace(t))
                 return len(own) + len(derived) - 1
-            again = None if by_address else derivation(weight, t)
+            # A derived weight (a descriptor views it by address: dgrad's 1x1 weight under gemm_1x1).
+            again = derivation(weight, t, by_address)
             if again is None:
                 raise _Unplannable("a launch reads a tensor that is not the call's own")
             derived.append(t)
@@ -279,29 +308,33 @@ class CallPlan:
             return len(own) + len(derived) - 1
 
         self.steps = [_Step(compiled, grid, arguments, slot_of) for compiled, grid, arguments in record.steps]
-        self.out_shape, self.out_stride, self.out_dtype = tuple(out.shape), out.stride(), out.dtype
+        self.outs = [None if t is None else (tuple(t.shape), t.stride(), t.dtype) for t in outs]
         self.device_index = torch._C._cuda_getDevice()  # part of the key: launches go to the current GPU
+        self.weight_slot = weight_slot
 
-    def __call__(self, input, weight, bias, residual) -> torch.Tensor:
-        out = torch.empty_strided(self.out_shape, self.out_stride, dtype=self.out_dtype, device=input.device)
-        pointers = [input.data_ptr(), weight.data_ptr(), 0 if bias is None else bias.data_ptr(),
-                    0 if residual is None else residual.data_ptr(), out.data_ptr()]
+    def __call__(self, *tensors):
+        device = tensors[0].device
+        outs = [None if spec is None else torch.empty_strided(spec[0], spec[1], dtype=spec[2], device=device)
+                for spec in self.outs]
+        pointers = [0 if t is None else t.data_ptr() for t in (*tensors, *outs)]
+        weight = tensors[self.weight_slot]
         extra = [again(weight) for again in self.derivations]  # derived weights, scratch: alive until launched
         pointers += [t.data_ptr() for t in extra]
         stream = torch._C._cuda_getCurrentRawStream(self.device_index)
         for step in self.steps:
             step(stream, pointers)
         _counts["replays"] += 1
-        return out
+        return outs[0] if self.single else tuple(outs)
 
 
-def record(key: tuple, run, input, weight, bias, residual) -> torch.Tensor:
-    """Run ``run()`` (the normal path of the call, returning its output) while recording
-    its launches, and keep a plan under ``key`` if the call can be replayed."""
+def record(key: tuple, run, *tensors, weight_slot: int = 1):
+    """Run ``run()`` (the normal path of the call, returning its output or outputs) while
+    recording its launches, and keep a plan under ``key`` if the call can be replayed
+    (``tensors`` and ``weight_slot`` as for :class:`CallPlan`)."""
     with fast_launch.recording() as recorded:
         out = run()
     try:
-        plan = CallPlan(recorded, [input, weight, bias, residual], out)
+        plan = CallPlan(recorded, list(tensors), out, weight_slot)
         _counts["recorded"] += 1
     except (_Unplannable, AttributeError):  # AttributeError: a Triton whose launcher differs from 3.6's
         plan = _NOT_PLANNABLE

@@ -131,6 +131,21 @@ def conv2d_backward_problem(
     algorithm = dispatch.select_backward(problem, algo)
     if algorithm.name == "aten":
         return aten_convolution_backward(problem, grad, x, weight, need_input, need_weight)
+
+    def run():
+        return _run_backward(problem, algorithm, algo, grad, x, weight, need_input, need_weight,
+                             dgrad_config, wgrad_config)
+
+    key = None if _POISON_OUTPUTS else call_plans.backward_key(
+        problem, grad, x, weight, need_input, need_weight, algo, dgrad_config, wgrad_config)
+    if key is None:
+        return run()
+    return call_plans.replay_or_record(key, run, grad, x, weight, weight_slot=2)
+
+
+def _run_backward(problem, algorithm, algo, grad, x, weight, need_input, need_weight, dgrad_config, wgrad_config):
+    """:func:`conv2d_backward_problem`'s normal path: allocate, select, launch. Nothing but
+    allocations, derived weights and Triton launches (a replay repeats only those)."""
     grad_input = grad_weight = None
     if need_input:
         grad_input = _dgrad(problem, algorithm, algo, grad, weight, x, dgrad_config)

@@ -44,13 +44,15 @@ def _cached(weight: torch.Tensor, tag: str, build: Callable[[torch.Tensor], torc
     return derived
 
 
-def derivation(weight: torch.Tensor, tensor: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor] | None:
+def derivation(weight: torch.Tensor, tensor, by_address: bool = False) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """If ``tensor`` is the kept derived copy of ``weight`` (one of the layouts below), the
     function that gives it again for a later call: the kept copy while ``weight`` is
-    unchanged, a fresh one after an update. None otherwise. A recorded call
-    (:mod:`tileconv.call_plans`) replays a derived weight through it."""
+    unchanged, a fresh one after an update. None otherwise. ``by_address``: ``tensor``
+    is anything whose ``data_ptr()`` is the copy's (a view of it, under a TMA descriptor).
+    A recorded call (:mod:`tileconv.call_plans`) replays a derived weight through it."""
     for (weight_id, tag), (ref, _, _, derived, build) in list(_derived.items()):
-        if weight_id == id(weight) and derived is tensor and ref() is weight:
+        same = derived.data_ptr() == tensor.data_ptr() if by_address else derived is tensor
+        if weight_id == id(weight) and same and ref() is weight:
             return lambda w, tag=tag, build=build: _cached(w, tag, build)
     return None
 

@@ -263,17 +263,16 @@ def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
     return chunk, triton.cdiv(reduction, chunk)
 
 
-def _split_output(problem: ConvProblem, grad_weight: torch.Tensor, split: int) -> torch.Tensor:
-    """Where the kernel writes: ``grad_weight`` itself (as [1, K, C/g, R, S]) without
-    split-K, else an fp32 workspace of partial sums."""
-    if split == 1:
-        return grad_weight.unsqueeze(0)
-    return torch.empty((split, *problem.weight_shape), dtype=torch.float32, device=grad_weight.device)
-
-
-def _finish(workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
-    if split > 1:  # a fixed-order sum over the splits: deterministic
-        grad_weight.copy_(workspace.sum(dim=0))
+def _sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
+    """grad_weight = the sum of ``workspace``'s splits ([split, K, C/g*R*S] fp32, columns
+    t = (r, s, c)), by :func:`wgrad_finish_kernel` (a Triton launch, so that a replayed call
+    (:mod:`tileconv.call_plans`) repeats it)."""
+    columns = problem.c_per_group * problem.r * problem.s
+    elements = problem.k * columns
+    block_s = min(16, 1 << (split - 1).bit_length())  # a power of two covering the splits, at most 16
+    launch(wgrad_finish_kernel, (_cdiv(elements, FINISH_BLOCK),),
+           workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, split,
+           *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=FINISH_BLOCK, num_warps=4)
 
 
 def launch_wgrad_implicit_gemm(
@@ -308,11 +307,7 @@ def launch_wgrad_implicit_gemm(
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if not direct:
-        elements = problem.k * columns
-        block_s = min(16, 1 << (split - 1).bit_length())  # a power of two covering the splits, at most 16
-        launch(wgrad_finish_kernel, (_cdiv(elements, FINISH_BLOCK),),
-               out, grad_weight, elements, columns, problem.c_per_group, problem.s, split,
-               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=FINISH_BLOCK, num_warps=4)
+        _sum_splits(problem, out, grad_weight, split)
     return split
 
 
@@ -341,7 +336,8 @@ def launch_wgrad_depthwise(
     reduction = problem.gemm_m
     tiles = triton.cdiv(problem.k, config.block_n) * problem.r * problem.s
     chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_m, tiles, config.split_k), config.block_m)
-    out = _split_output(problem, grad_weight, split)
+    # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
+    out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
     launch(conv2d_wgrad_depthwise_kernel, (triton.cdiv(problem.k, config.block_n), problem.r * problem.s, split),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
@@ -353,5 +349,5 @@ def launch_wgrad_depthwise(
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    _finish(out, grad_weight, split)
+    _sum_splits(problem, out, grad_weight, split)
     return split
