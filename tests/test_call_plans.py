@@ -464,3 +464,16 @@ def test_backward_launchers_do_no_torch_compute_a_replay_would_skip(case, monkey
         conv2d_backward_problem(problem, grad, x, weight)
     extra = sorted(set(seen) - allowed)
     assert not extra, f"{case}: PyTorch ops a replay would skip: {extra}"
+
+
+def test_a_copy_derived_from_a_derived_copy_is_derived_again_from_the_weight():
+    """A depthwise dgrad runs the depthwise forward (channel-minor weight) over the
+    transposed weight: the launch reads a copy two derivations away from the call's weight."""
+    w = torch.randn(8, 1, 3, 3)
+    twice = weights.channel_minor_weight(weights.dgrad_weight(w, 8))
+    again = weights.derivation(w, twice)
+    assert again is not None and again(w) is twice  # unchanged weight: the kept copies
+    w.mul_(-1.0)
+    fresh = again(w)
+    assert fresh is not twice and torch.equal(fresh, weights.channel_minor_weight(weights.dgrad_weight(w, 8)))
+    assert torch.equal(fresh, w.flip((2, 3)))  # depthwise: transposing (1 x 1 per group) leaves the flip

@@ -50,10 +50,18 @@ def derivation(weight: torch.Tensor, tensor, by_address: bool = False) -> Callab
     unchanged, a fresh one after an update. None otherwise. ``by_address``: ``tensor``
     is anything whose ``data_ptr()`` is the copy's (a view of it, under a TMA descriptor).
     A recorded call (:mod:`tileconv.call_plans`) replays a derived weight through it."""
-    for (weight_id, tag), (ref, _, _, derived, build) in list(_derived.items()):
+    entries = list(_derived.items())
+    for (weight_id, tag), (ref, _, _, derived, build) in entries:
         same = derived.data_ptr() == tensor.data_ptr() if by_address else derived is tensor
         if weight_id == id(weight) and same and ref() is weight:
             return lambda w, tag=tag, build=build: _cached(w, tag, build)
+    # A copy derived from one of the weight's own derived copies (a depthwise dgrad runs the
+    # depthwise forward over the transposed weight, which re-lays that out again).
+    for (weight_id, tag), (ref, _, _, derived, build) in entries:
+        if weight_id == id(weight) and ref() is weight and derived is not tensor:
+            inner = derivation(derived, tensor, by_address)
+            if inner is not None:
+                return lambda w, tag=tag, build=build, inner=inner: inner(_cached(w, tag, build))
     return None
 
 
