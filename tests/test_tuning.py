@@ -383,3 +383,25 @@ def test_command_without_a_gpu_says_so_and_exits_2(capsys):
     assert tune_module.run(parser.parse_args(["--suite", "resnet50"])) == 2
     assert "CUDA GPU" in capsys.readouterr().err
     assert not cache.cache_file().exists()
+
+
+def test_tune_model_tunes_each_convolution_the_model_runs_once(device, seed):
+    """tileconv.tune_model runs the model once while dispatch lists its problems (a repeated
+    shape once), tunes them into the cache, and a second call finds them there."""
+    from tileconv.dispatch import collect_problems
+    from tileconv.dispatch.tune import wall_clock_timer
+
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        tileconv.nn.Conv2d(4, 8, 3, padding=1), tileconv.nn.Conv2d(8, 8, 3, padding=1, activation="relu"),
+        tileconv.nn.Conv2d(8, 8, 3, padding=1, activation="relu"), tileconv.nn.Conv2d(8, 16, 1),
+    ).to(device)
+    x = torch.randn(1, 4, 6, 6, device=device)
+    with torch.no_grad(), collect_problems() as problems:
+        model(x)
+    assert len(problems) == 3  # the two identical 8 -> 8 layers are one problem
+    results = tileconv.tune_model(model, x, device=device, max_candidates=1, progress=False,
+                                  timer=lambda fn: wall_clock_timer(fn, repeats=1))
+    assert [r.problem for r in results] == problems and all(r.status == "tuned" for r in results)
+    again = tileconv.tune_model(model, (x,), device=device, progress=False)
+    assert all(r.status == "cached" for r in again)

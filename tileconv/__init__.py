@@ -6,7 +6,7 @@
 
 from . import nn
 from .convert import convert
-from .dispatch.tune import tune
+from .dispatch.tune import tune, tune_model
 from .dispatch.tune_backward import tune_backward
 from .epilogue import ACTIVATION_NAMES, Activation, Epilogue
 from .functional import conv2d, poison_outputs
@@ -31,4 +31,5 @@ __all__ = [
     "problem_from_arguments",
     "tune",
     "tune_backward",
+    "tune_model",
 ]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -157,6 +158,9 @@ class ModelRow:
     conversion: dict = field(default_factory=dict)
     ok: bool = False
     notes: list[str] = field(default_factory=list)
+    setup_s: float | None = None  # tileconv.convert + tileconv.tune_model (cached problems are not re-measured)
+    tuned: dict = field(default_factory=dict)  # tune_model's result counts by status
+    compile_s: float | None = None  # torch.compile(mode="max-autotune") and its first call
 
     def to_json(self) -> dict:
         eager, tileconv = self.times_us.get("eager"), self.times_us.get("tileconv")
@@ -179,6 +183,7 @@ class ModelRow:
             "speedup_vs_compile": ratio(compiled, best_tileconv),
             "max_abs_diff": dict(self.max_abs_diff), "tileconv_vs_eager_max_abs_diff": self.tileconv_vs_eager,
             "reference_max_abs": self.reference_max_abs, "conversion": dict(self.conversion),
+            "setup_s": self.setup_s, "tuned": dict(self.tuned), "compile_s": self.compile_s,
             "notes": list(self.notes),
         })
         return data
@@ -245,7 +250,12 @@ def measure_model(name: str, batch: int, dtype_name: str, layout: str, repeat: i
         reference = reference_model(x32).float()
         row.reference_max_abs = reference.abs().max().item()
         del reference_model
+        start = time.perf_counter()
         converted = tileconv.convert(model, example_inputs=(x,))
+        if device == "cuda":  # tune what the converted model runs (problems in the cache are skipped)
+            results = tileconv.tune_model(converted, (x,), progress=False)
+            row.tuned = {status: sum(r.status == status for r in results) for status in ("tuned", "cached", "failed")}
+        row.setup_s = time.perf_counter() - start
         row.conversion = conversion_counts(converted.tileconv_report)
         console.print(tileconv.convert.summary(converted.tileconv_report), highlight=False)
         calls: dict[str, Callable[[], object]] = {}
@@ -253,7 +263,7 @@ def measure_model(name: str, batch: int, dtype_name: str, layout: str, repeat: i
         builders = {
             "eager": lambda: (lambda: model(x), None),
             "cuda_graph": lambda: cuda_graph_call(model, x),
-            "compile": lambda: _compiled(model, x),
+            "compile": lambda: _compiled(model, x, row),
             "tileconv": lambda: (lambda: converted(x), None),
             "tileconv_graph": lambda: cuda_graph_call(converted, x),
         }
@@ -280,9 +290,12 @@ def measure_model(name: str, batch: int, dtype_name: str, layout: str, repeat: i
     return row
 
 
-def _compiled(model: nn.Module, x: torch.Tensor) -> tuple[Callable[[], object], None]:
+def _compiled(model: nn.Module, x: torch.Tensor, row: ModelRow) -> tuple[Callable[[], object], None]:
+    start = time.perf_counter()
     compiled = torch.compile(model, mode="max-autotune")
     compiled(x)
+    torch.cuda.synchronize()
+    row.compile_s = time.perf_counter() - start
     return (lambda: compiled(x)), None
 
 
@@ -305,6 +318,11 @@ def _table(row: ModelRow, console) -> None:
     if row.tileconv_vs_eager is not None:
         console.print(f"max |tileconv - eager {row.dtype}| = {row.tileconv_vs_eager:.3g} "
                       f"(fp32 output max |y| = {row.reference_max_abs:.3g})", highlight=False)
+    if row.setup_s is not None:
+        tuned = ", ".join(f"{count} {status}" for status, count in row.tuned.items() if count) or "not tuned"
+        compiled = "-" if row.compile_s is None else f"{row.compile_s:.1f} s"
+        console.print(f"set-up: tileconv convert + tune {row.setup_s:.1f} s ({tuned} problems); "
+                      f"torch.compile max-autotune {compiled}", highlight=False)
     for note in row.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
 

@@ -9,6 +9,9 @@ Triton version; without one, :mod:`.heuristics` decide.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 
 from .. import call_plans
@@ -56,6 +59,8 @@ def select(
     hit = _selected.get(key)
     if hit is not None:
         return hit
+    if _collecting is not None and problem not in _collecting:
+        _collecting.append(problem)
     name = choose_algorithm(problem) if algo == "auto" else get_algorithm(algo).name
     config = None
     tuned = cache.lookup(problem, device)
@@ -85,6 +90,25 @@ def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorit
     if reason is not None:
         raise ValueError(f"backward algo={algorithm.name!r} cannot compute {problem.describe()}: {reason}")
     return algorithm
+
+
+_collecting: list[ConvProblem] | None = None
+
+
+@contextlib.contextmanager
+def collect_problems() -> Iterator[list[ConvProblem]]:
+    """Within this block, every forward problem :func:`select` is asked about is also
+    listed, once each, in the list the block gets (the remembered choices and replay
+    plans are dropped first, so that each problem is asked about again):
+    :func:`tileconv.tune_model` learns a model's convolutions this way."""
+    global _collecting
+    clear_selection_cache()
+    seen: list[ConvProblem] = []
+    _collecting = seen
+    try:
+        yield seen
+    finally:
+        _collecting = None
 
 
 _backward_selected: dict[tuple, BackwardConfig] = {}

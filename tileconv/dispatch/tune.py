@@ -481,6 +481,22 @@ def tune(
     return results
 
 
+def tune_model(model: torch.nn.Module, example_inputs, **options) -> list[TuneResult]:
+    """Tune every convolution ``model`` runs on tileconv (a :func:`tileconv.convert`-ed
+    model, or one built from :class:`tileconv.nn.Conv2d`): the model runs once on
+    ``example_inputs`` (a tensor or a tuple of tensors, without gradients) while dispatch
+    lists its problems (:func:`tileconv.dispatch.collect_problems`), then :func:`tune`
+    measures them with ``options`` (``force``, ``max_seconds``, ...). Problems already in
+    the tuning cache are not measured again. Returns :func:`tune`'s results."""
+    from . import collect_problems
+
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    with torch.no_grad(), collect_problems() as problems:
+        model(*example_inputs)
+    return tune(problems, **options)
+
+
 # --------------------------------------------------------------------- command line
 _DTYPES = {"float16": (torch.float16, False), "bfloat16": (torch.bfloat16, False),
            "float32": (torch.float32, False), "tf32": (torch.float32, True)}
