@@ -57,10 +57,8 @@ def _phase_taps(phase, pad, dil, stride, R):
     return first, count, dp0
 
 
-# K_PER_GROUP is not specialised: Triton 3.6 fails to compile (sm_90) the pipelined fp32
-# kernel when it is specialised to the constant 1 (depthwise problems, forced onto this kernel).
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
-                               "R", "S", "TAP_STEP_H", "TAP_STEP_W", "DP_STEP_H", "DP_STEP_W", "K_PER_GROUP"])
+                               "R", "S", "TAP_STEP_H", "TAP_STEP_W", "DP_STEP_H", "DP_STEP_W"])
 def conv2d_dgrad_kernel(
     dy_ptr,  # upstream gradient [N, K, P, Q] through strides stride_dn..
     w_ptr,  # weight [K, C/g, R, S] through strides stride_wk..
@@ -255,8 +253,17 @@ def launch_dgrad_implicit_gemm(
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         **dot_constexprs(problem),
         INT64=_int64(problem),
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        num_warps=config.num_warps, num_stages=_stages(problem, config),
     )
+
+
+def _stages(problem: ConvProblem, config: BackwardConfig) -> int:
+    """The config's pipeline depth, except 1 for one output channel per group (a depthwise
+    problem forced onto this kernel): Triton 3.6 specialises K/g = 1 to a constant and then
+    fails to compile the pipelined fp32 (TF32) kernel for sm_90. Its loop has one K block
+    per tap there. (Not specialising K/g instead cost the strided ResNet-50 rows 20-40%:
+    the A loads lost their 16-byte alignment proof.)"""
+    return 1 if problem.k_per_group == 1 else config.num_stages
 
 
 def launch_dgrad_depthwise(
