@@ -84,7 +84,9 @@ def select(
 
 def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorithm:
     """The backward algorithm for ``problem``: ``algo`` by name, or the heuristics' choice
-    ('depthwise' for groups = C, else 'implicit_gemm'). Tuning does not cover it yet."""
+    ('depthwise' for groups = C, else 'implicit_gemm'). Tuning picks its configs
+    (:func:`backward_config`), not the algorithm; under 'auto' a stride-1 dgrad runs as a
+    forward convolution instead (:func:`dgrad_forward`)."""
     algorithm = get_backward_algorithm(choose_backward_algorithm(problem) if algo == "auto" else algo)
     reason = algorithm.unsupported_reason(problem)
     if reason is not None:

@@ -14,8 +14,10 @@ the load, as in the forward).
 
 The reduction is long (ResNet's 56x56 at batch 32: 100k pixels) while the output is
 small (K*C*R*S), so few tiles would each walk it alone: split-K gives each of ``split``
-programs one chunk of the pixels; they write fp32 partial sums to a [split, K, C/g, R, S]
-workspace, summed afterwards in a fixed order (deterministic, no atomics).
+programs one chunk of the pixels; they write fp32 partial sums to a [split, K, C/g*R*S]
+workspace in the tiles' own column order (coalesced stores), and :func:`wgrad_finish_kernel`
+sums the splits in a fixed order (deterministic, no atomics) and writes each column to the
+weight's (c, r, s). Without split-K, a 1x1 weight is written directly.
 
 - :func:`conv2d_wgrad_kernel` (tensor cores): A[k, m] = dy, B[m, t] = x (gathered).
 - :func:`conv2d_wgrad_depthwise_kernel` (CUDA cores): groups = C leaves a 1 x R*S GEMM per
@@ -249,7 +251,8 @@ def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0) -
     """How many programs share a reduction of ``reduction`` pixels in steps of ``block``,
     when ``tiles`` programs would exist without splitting. ``requested`` > 0 is obeyed
     (tests pin it); 0 splits only when the grid is short of two waves and each split
-    keeps :data:`_MIN_STEPS_PER_SPLIT` steps. Not yet tuned on a GPU."""
+    keeps :data:`_MIN_STEPS_PER_SPLIT` steps. ``tune --pass wgrad`` races this choice
+    against 1, 4 and 16 splits."""
     if requested > 0:
         return max(1, min(requested, triton.cdiv(reduction, block)))
     most = max(1, reduction // (_MIN_STEPS_PER_SPLIT * block))
