@@ -317,6 +317,27 @@ def test_problem_level_calls_are_replayed(seed: int, route: str):
     assert call_plans.stats()["replays"] >= replays + 2, "the repeated calls were not replayed"
 
 
+# What a replay repeats besides Triton launches: allocations and views.
+_REPLAYED_OPS = {"empty", "empty_strided", "view", "permute", "reshape", "_reshape_alias", "as_strided", "alias",
+                 "detach", "t", "expand", "unsqueeze", "squeeze", "slice", "select"}
+
+
+def _aten_ops(call) -> set[str]:
+    """The names of the aten ops ``call()`` runs."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = set()
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.add(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Log():
+        call()
+    return seen
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32)])
@@ -325,19 +346,8 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
     ``out.zero_()`` or a ``copy_`` added to a launcher would be skipped by every replay.
     Every aten op of such a call is logged here; only allocations and views may appear."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     from tileconv.functional import conv2d_problem
     from tileconv.kernels import LaunchConfig
-
-    allowed = {"empty", "empty_strided", "view", "permute", "reshape", "_reshape_alias", "as_strided", "alias",
-               "detach", "t", "expand", "unsqueeze", "squeeze", "slice", "select"}
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
 
     r = 1 if algo == "gemm_1x1" else 3
     x = torch.randn(2, 32, 10, 10, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
@@ -347,10 +357,8 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     config = LaunchConfig(64, 32, 32, 8, 4, 3, split_k=2) if algo == "split_k" else None
     monkeypatch.setattr(call_plans, "_enabled", False)  # the normal path, every time
     conv2d_problem(problem, x, weight, None, None, algo=name, config=config)  # derived weights now cached
-    with Log():
-        conv2d_problem(problem, x, weight, None, None, algo=name, config=config)
-    extra = sorted(set(seen) - allowed)
-    assert not extra, f"{algo}: PyTorch ops a replay would skip: {extra}"
+    extra = _aten_ops(lambda: conv2d_problem(problem, x, weight, None, None, algo=name, config=config)) - _REPLAYED_OPS
+    assert not extra, f"{algo}: PyTorch ops a replay would skip: {sorted(extra)}"
 
 
 # --------------------------------------------------------------------- backward plans
@@ -439,18 +447,7 @@ def test_replayed_backward_calls_match_the_reference(case, seed: int):
 def test_backward_launchers_do_no_torch_compute_a_replay_would_skip(case, monkeypatch):
     """As for the forward: once the weight's derived copies exist, a backward call may do
     nothing in PyTorch but allocate and view (a replay repeats only launches)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     from tileconv.functional import conv2d_backward_problem
-
-    allowed = {"empty", "empty_strided", "view", "permute", "reshape", "_reshape_alias", "as_strided", "alias",
-               "detach", "t", "expand", "unsqueeze", "squeeze", "slice", "select"}
-    seen = []
-
-    class Log(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            seen.append(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
 
     n, c, h, w, k, r, s, stride, padding, groups = case
     x = torch.randn(n, c, h, w, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
@@ -460,10 +457,8 @@ def test_backward_launchers_do_no_torch_compute_a_replay_would_skip(case, monkey
     grad = grad.contiguous(memory_format=torch.channels_last)
     monkeypatch.setattr(call_plans, "_enabled", False)  # the normal path, every time
     conv2d_backward_problem(problem, grad, x, weight)  # derived weights now cached
-    with Log():
-        conv2d_backward_problem(problem, grad, x, weight)
-    extra = sorted(set(seen) - allowed)
-    assert not extra, f"{case}: PyTorch ops a replay would skip: {extra}"
+    extra = _aten_ops(lambda: conv2d_backward_problem(problem, grad, x, weight)) - _REPLAYED_OPS
+    assert not extra, f"{case}: PyTorch ops a replay would skip: {sorted(extra)}"
 
 
 def test_a_copy_derived_from_a_derived_copy_is_derived_again_from_the_weight():
