@@ -27,6 +27,7 @@ from tileconv.bench.models import (
     ModelRow,
     TinyBlock,
     TinyResNet,
+    model_names,
     randomize_batchnorm,
     result_json,
     within_fp_error,
@@ -266,6 +267,14 @@ def test_model_rows_json():
     assert first["speedup_vs_eager"] == pytest.approx(1.25) and first["speedup_graph_vs_graph"] == pytest.approx(1.6)
     assert first["speedup_vs_compile"] == pytest.approx(1.2) and first["tileconv_graph_us"] == 5.0
     json.dumps(data)
+    other = ModelRow("mobilenet_v2", 32, 224, "float16", "nhwc", times_us={"eager": 10.0, "tileconv": 12.5},
+                     max_abs_diff={"tileconv": 0.02}, reference_max_abs=5.0, ok=True)
+    both = result_json([row, other], {"device": "NVIDIA H100"})
+    assert [r["name"] for r in both["rows"]] == ["resnet50", "mobilenet_v2"]
+    assert both["geomean_speedup_vs_cudnn"] == pytest.approx((1.25 * 0.8) ** 0.5)
+    assert model_names(" resnet50, mobilenet_v2,resnet50 ,") == ["resnet50", "mobilenet_v2"]
+    with pytest.raises(ValueError, match="--model"):
+        model_names(" , ")
     assert within_fp_error(0.02, 0.01, 5.0) and not within_fp_error(1.0, 0.01, 5.0)
     assert not within_fp_error(float("nan"), 0.01, 5.0)
 

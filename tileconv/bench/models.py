@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -336,7 +337,8 @@ def result_json(rows: list[ModelRow], env: dict) -> dict:
         "suite": "model", "dtype": first.dtype if first else None, "layout": first.layout if first else None,
         "epilogue": "model", "ceilings": {"gemm_tflops": None, "copy_tbps": None},
         "rows": [r.to_json() for r in rows],
-        "geomean_speedup_vs_cudnn": speedups[0] if len(speedups) == 1 else None,
+        "geomean_speedup_vs_cudnn": (math.exp(sum(map(math.log, speedups)) / len(speedups))
+                                     if speedups and None not in speedups else None),
         "device_slug": env.get("device_slug"), "cuda": env.get("cuda"), "python": env.get("python"),
         "batch": first.batch if first else None,
     })
@@ -351,7 +353,8 @@ def write_model_json(rows: list[ModelRow], args: argparse.Namespace, env: dict, 
     if not args.json:
         return
     first = rows[0]
-    stem = f"bench-model-{first.name}-{first.dtype}-{first.layout}-b{first.batch}"
+    names = "-".join(row.name for row in rows)
+    stem = f"bench-model-{names}-{first.dtype}-{first.layout}-b{first.batch}"
     path = output_path(args.json, env.get("device_slug", "unknown"), stem, ".json")
     path.write_text(json.dumps(result_json(rows, env), indent=2) + "\n")
     console.print(f"wrote {path}")
@@ -365,8 +368,9 @@ def run_cpu_demo(args: argparse.Namespace, console) -> int:
     from .timing import environment
 
     path = "Triton interpreter" if INTERPRET else "PyTorch fallback"
+    name = model_names(args.model)[0]  # the demo converts the first model named
     try:
-        model, label, size = build_torchvision_model(args.model), args.model, 64
+        model, label, size = build_torchvision_model(name), name, 64
     except RuntimeError:
         model, label, size = TinyResNet(), "TinyResNet (torchvision is not installed)", 16
     console.print(f"No CUDA GPU: no timings; converting {label} on a 1x3x{size}x{size} input through tileconv's "
@@ -401,13 +405,24 @@ def run_model_bench(args: argparse.Namespace) -> int:
     if early is not None:
         return early
     env = start_gpu_session(console, args.dtype)
-    try:
-        row = measure_model(args.model, args.batch or DEFAULT_BATCH, args.dtype, args.layout, args.repeat, console)
-    except (RuntimeError, ValueError) as error:
-        if "torchvision" not in str(error) and "--model" not in str(error):
-            raise
-        console.print(str(error), highlight=False, markup=False)
-        return 2
-    _table(row, console)
-    write_model_json([row], args, env, console)
-    return 0 if row.ok else 1
+    rows = []
+    for name in model_names(args.model):
+        try:
+            row = measure_model(name, args.batch or DEFAULT_BATCH, args.dtype, args.layout, args.repeat, console)
+        except (RuntimeError, ValueError) as error:
+            if "torchvision" not in str(error) and "--model" not in str(error):
+                raise
+            console.print(str(error), highlight=False, markup=False)
+            return 2
+        _table(row, console)
+        rows.append(row)
+        write_model_json(rows, args, env, console)  # after each model: a cut run keeps what it measured
+    return 0 if all(row.ok for row in rows) else 1
+
+
+def model_names(text: str) -> list[str]:
+    """``--model resnet50,mobilenet_v2``: the models of one run, in order, once each."""
+    names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names:
+        raise ValueError(f"--model {text!r}: expected a torchvision model name or a comma list of them")
+    return names
