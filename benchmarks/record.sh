@@ -7,6 +7,8 @@
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
 #   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
+#   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
+#   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
 #
 # Outputs go to $OUT (the device tool's folder), packed into $OUT/results.tgz after every
 # step so that a cut call still returns what it measured (the tool returns 8 files at most);
@@ -83,8 +85,20 @@ ddp)
         --steps 200 --batch 16 --single "$R/train.json" --json "$R/ddp.json"
     save
     ;;
+model)
+    # max-autotune compiles for ~4 minutes a model; the tuning cache (forward tuned) makes tileconv's set-up short.
+    for batch in 32 1; do
+        TAILN=16 step "model-b$batch" 290 python -m tileconv bench --model resnet50 --batch $batch --json "$R/"
+        save
+    done
+    ;;
+models)
+    TAILN=40 step models 570 python -m tileconv bench --model mobilenet_v2,convnext_tiny,resnext50_32x4d --batch 32 \
+        --json "$R/"
+    save
+    ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|training|ddp" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|training|ddp|model|models" >&2
     exit 2
     ;;
 esac
