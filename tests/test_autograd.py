@@ -321,6 +321,18 @@ def test_split_k_choice():
     assert choose_split_k(256, 64, tiles=8) == 1  # a short reduction is not split
     assert choose_split_k(100_352, 64, tiles=10_000) == 1  # enough tiles already
     assert choose_split_k(100, 16, tiles=1, requested=50) == 7  # never more splits than steps
+    assert choose_split_k(100_352, 64, tiles=8, cap=3) == 3  # the partial sums' cap
+
+
+def test_partial_sum_cap_holds_a_1x1_wgrad_to_its_inputs_bytes():
+    from tileconv.kernels.wgrad import choose_split_k, partial_sum_cap
+
+    # ResNet-50 at batch 32: K*C partial sums against N*P*Q*(K + C) input elements.
+    assert partial_sum_cap(tileconv.ConvProblem(32, 512, 7, 7, 2048, 1, 1)) == 1
+    assert partial_sum_cap(tileconv.ConvProblem(32, 512, 28, 28, 1024, 1, 1, stride=(2, 2))) == 4
+    assert partial_sum_cap(tileconv.ConvProblem(32, 64, 56, 56, 64, 1, 1)) > 196  # a small weight: uncapped
+    three = tileconv.ConvProblem(32, 512, 7, 7, 512, 3, 3, padding=(1, 1))
+    assert partial_sum_cap(three) >= 256 and choose_split_k(1568, 64, tiles=144, cap=partial_sum_cap(three)) == 2
 
 
 def test_aten_backward_is_a_named_fallback_and_not_the_default(device, seed, monkeypatch):

@@ -247,17 +247,33 @@ def conv2d_wgrad_depthwise_kernel(
 
 
 # ------------------------------------------------------------------------- launchers
-def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0) -> int:
+def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0, cap: int = _MAX_SPLIT) -> int:
     """How many programs share a reduction of ``reduction`` pixels in steps of ``block``,
     when ``tiles`` programs would exist without splitting. ``requested`` > 0 is obeyed
     (tests pin it); 0 splits only when the grid is short of two waves and each split
-    keeps :data:`_MIN_STEPS_PER_SPLIT` steps. ``tune --pass wgrad`` races this choice
-    against 1, 4 and 16 splits."""
+    keeps :data:`_MIN_STEPS_PER_SPLIT` steps, and at most ``cap`` ways
+    (:func:`partial_sum_cap`). ``tune --pass wgrad`` races this choice against 1, 4 and
+    16 splits."""
     if requested > 0:
         return max(1, min(requested, triton.cdiv(reduction, block)))
     most = max(1, reduction // (_MIN_STEPS_PER_SPLIT * block))
     wanted = triton.cdiv(_TARGET_PROGRAMS, max(tiles, 1))
-    return max(1, min(most, wanted, _MAX_SPLIT))
+    return max(1, min(most, wanted, cap, _MAX_SPLIT))
+
+
+def partial_sum_cap(problem: ConvProblem) -> int:
+    """The most splits a 1x1 wgrad takes: each split writes and the finish kernel reads
+    K*C/g fp32 partial sums (8 bytes an element), and a 1x1 reduction has no taps to share
+    its input loads over, so that traffic is held to the inputs' own bytes. Measured on an
+    H200 (ResNet-50 at batch 32): where the partial sums outweighed the inputs (c512 hw7
+    k2048, c2048 hw7 k512, c1024 hw14 k2048 stride 2), split 1 beat the uncapped choice by
+    1.46x-2.37x; c512 hw28 k1024 stride 2 (cap 4) was fastest at 4 splits. Filters with
+    taps keep the uncapped choice (c512 hw7 3x3 was fastest at 2 splits, past this cap)."""
+    if problem.r * problem.s > 1:
+        return _MAX_SPLIT
+    inputs = problem.gemm_m * (problem.k + problem.c) * problem.itemsize
+    partial_sums = problem.k * problem.c_per_group * 8
+    return max(1, inputs // partial_sums)
 
 
 def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
@@ -286,7 +302,8 @@ def launch_wgrad_implicit_gemm(
     reduction = problem.gemm_m
     columns = problem.c_per_group * problem.r * problem.s
     tiles = triton.cdiv(problem.k_per_group, config.block_m) * triton.cdiv(columns, config.block_n) * problem.groups
-    chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_k, tiles, config.split_k), config.block_k)
+    split = choose_split_k(reduction, config.block_k, tiles, config.split_k, partial_sum_cap(problem))
+    chunk, split = _chunk(reduction, split, config.block_k)
     direct = split == 1 and problem.r * problem.s == 1  # columns t = c: the weight's own order
     if direct:
         out = grad_weight
