@@ -94,11 +94,27 @@ def test_the_gpu_path_on_the_cpu_json_rows_and_plot(tmp_path):
     data = tr.result_json("tiny", 2, 2, 0.01, 0, runs, verdict, {"device": "cpu", "device_slug": "cpu"})
     data = json.loads(json.dumps(data))  # JSON-clean
     assert [row["name"] for row in data["rows"]] == list(tr.RUNS)
-    assert set(data["rows"][0]) >= {"name", "median_step_ms", "losses", "step_ms"}
+    assert set(data["rows"][0]) >= {"name", "median_step_ms", "losses", "step_ms", "profile"}
     assert data["suite"] == "train" and data["verdict"]["tail_steps"] == 2 and isinstance(data["ok"], bool)
     pytest.importorskip("matplotlib")
     tr.plot_losses(runs, tmp_path / "train.png", "tiny", tail=2)
     assert (tmp_path / "train.png").stat().st_size > 0
+
+
+def test_profiled_steps_report_wall_and_kernel_time():
+    """profile_steps: the host's wall time per step always; on a GPU the device activities
+    (kernels, memsets) per step and the largest of them, sorted, within the wall time."""
+    initial, size, classes = tr.initial_model("tiny", 0)
+    batches = tr.fixed_batches(2, 2, size, classes, seed=1, device=DEVICE)
+    model = tr.prepare(initial, "pytorch", DEVICE)
+    prof = tr.profile_steps(model, batches, 0.01, torch.bfloat16, steps=2, top=3)
+    assert prof.steps == 2 and prof.wall_ms > 0
+    if DEVICE == "cpu":
+        assert prof.kernel_ms == 0 and prof.launches == 0 and prof.top == []
+    else:
+        assert 0 < prof.kernel_ms <= prof.wall_ms * 1.05 and 0 < len(prof.top) <= 3
+        assert [ms for _, ms, _ in prof.top] == sorted((ms for _, ms, _ in prof.top), reverse=True)
+    json.dumps(tr.asdict(prof))
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the no-GPU demo")

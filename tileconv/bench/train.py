@@ -36,7 +36,10 @@ chaotic differences fluctuating from run to run; the numbers are printed beside 
 Step time: CUDA events around each step (zero_grad, forward, backward, optimizer step); the
 median over the steps after the first ``WARMUP_STEPS`` (Triton JIT, cuDNN's algorithm search,
 the allocator's first growth). Losses stay on the GPU until the run ends, so that no step
-waits on the host.
+waits on the host. After the ``pytorch`` and ``tileconv`` runs, ``PROFILE_STEPS`` more steps
+run under ``torch.profiler`` (:func:`profile_steps`): wall time and GPU kernel time per step
+and the largest kernels, printed and kept in the JSON rows ("profile"), to show where the
+step time goes (kernels, or a step waiting on the host).
 
 Without a GPU: one line saying so, then ``tiny`` for a few steps on the CPU (PyTorch's
 fallback, or the interpreter under ``TRITON_INTERPRET=1``), losses only, no timings.
@@ -69,6 +72,9 @@ WEIGHT_DECAY = 1e-4
 SEED = 0  # the initial weights: torch.manual_seed(SEED); the data: SEED + 1
 RUNS = ("pytorch", "pytorch_rerun", "pytorch_fp32", "pytorch_nudged", "tileconv")
 NUDGE = 2.0**-20  # pytorch_nudged: initial weights scaled by 1 + NUDGE (about 8 float32 ulps)
+PROFILED = ("pytorch", "tileconv")  # runs followed by a few profiled steps (profile_steps)
+PROFILE_STEPS = 5
+PROFILE_TOP = 10  # kernels listed per profiled run
 
 
 def default_lr(global_batch: int) -> float:
@@ -128,11 +134,54 @@ class RunResult:
     name: str
     losses: list[float]
     step_ms: list[float] | None = None
+    profile: StepProfile | None = None  # where a step's time goes (pytorch and tileconv runs on a GPU)
 
     @property
     def median_step_ms(self) -> float | None:
         timed = (self.step_ms or [])[WARMUP_STEPS:]
         return statistics.median(timed) if timed else None
+
+
+@dataclass
+class StepProfile:
+    """A few more steps of a trained run under ``torch.profiler``: the host's wall time per
+    step (synchronised at the end), the GPU's kernel time per step, and the kernels that
+    take most of it. A wall time well above the kernel time means the step waits on the host."""
+
+    steps: int
+    wall_ms: float
+    kernel_ms: float  # every device activity (kernels, memsets, copies), per step
+    launches: float  # device activities per step
+    top: list[tuple[str, float, float]] = field(default_factory=list)  # (name, ms per step, launches per step)
+
+
+def profile_steps(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], lr: float,
+                  amp_dtype: torch.dtype | None, steps: int = PROFILE_STEPS, top: int = PROFILE_TOP) -> StepProfile:
+    """``steps`` SGD steps of ``model`` under ``torch.profiler`` (see :class:`StepProfile`). On
+    a CPU only the wall time is measured (no device activity)."""
+    import time
+
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    device = batches[0][0].device
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        train(model, batches, steps, lr, amp_dtype, timed=False)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        wall_ms = (time.perf_counter() - start) * 1e3 / steps
+    on_device = [event for event in prof.key_averages() if event.device_type == DeviceType.CUDA]
+    on_device.sort(key=lambda event: event.self_device_time_total, reverse=True)
+    return StepProfile(
+        steps, wall_ms,
+        kernel_ms=sum(event.self_device_time_total for event in on_device) / 1e3 / steps,
+        launches=sum(event.count for event in on_device) / steps,
+        top=[(event.key, event.self_device_time_total / 1e3 / steps, event.count / steps) for event in on_device[:top]],
+    )
 
 
 def train(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], steps: int, lr: float,
@@ -171,12 +220,16 @@ def run_kind(initial: nn.Module, kind: str, batches, steps: int, lr: float, devi
     fp32 = kind == "pytorch_fp32"
     saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not fp32 and saved[0]
+    profiled = None
     try:
         model = prepare(initial, kind, device)
-        losses, step_ms = train(model, batches, steps, lr, None if fp32 else torch.bfloat16)
+        amp = None if fp32 else torch.bfloat16
+        losses, step_ms = train(model, batches, steps, lr, amp)
+        if kind in PROFILED and torch.device(device).type == "cuda":
+            profiled = profile_steps(model, batches, lr, amp)
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
-    return RunResult(kind, losses.cpu().tolist(), step_ms)
+    return RunResult(kind, losses.cpu().tolist(), step_ms, profiled)
 
 
 # --------------------------------------------------------------------- the verdict
@@ -248,7 +301,8 @@ def result_json(model: str, batch: int, steps: int, lr: float, seed: int, runs: 
         "momentum": MOMENTUM, "weight_decay": WEIGHT_DECAY, "distinct_batches": DISTINCT_BATCHES,
         "dtype": "bfloat16 autocast", "layout": "nhwc", "warmup_steps": WARMUP_STEPS,
         "rows": [{"name": run.name, "median_step_ms": run.median_step_ms, "losses": run.losses,
-                  "step_ms": run.step_ms} for run in runs.values()],
+                  "step_ms": run.step_ms, "profile": None if run.profile is None else asdict(run.profile)}
+                 for run in runs.values()],
         "speedup_vs_pytorch": speedup,
         "verdict": None if verdict is None else {**asdict(verdict), "noise_tail": verdict.noise_tail},
         "ok": None if verdict is None else verdict.ok,
@@ -320,6 +374,23 @@ def _table(runs: dict[str, RunResult], console, title: str) -> None:
     console.print(table)
 
 
+def _profile_tables(runs: dict[str, RunResult], console) -> None:
+    """Where a profiled run's step goes: wall time, kernel time, the largest kernels."""
+    from rich.table import Table
+
+    for run in runs.values():
+        prof = run.profile
+        if prof is None:
+            continue
+        table = Table(title=f"{run.name}: {prof.steps} profiled steps, per step: wall {prof.wall_ms:.2f} ms, "
+                            f"GPU {prof.kernel_ms:.2f} ms in {prof.launches:.0f} launches", header_style="bold")
+        for column in ("kernel", "ms / step", "launches / step"):
+            table.add_column(column, justify="left" if column == "kernel" else "right")
+        for name, ms, count in prof.top:
+            table.add_row(name if len(name) <= 90 else name[:87] + "...", f"{ms:.3f}", f"{count:.0f}")
+        console.print(table)
+
+
 # --------------------------------------------------------------------- the command
 def run_cpu_demo(args: argparse.Namespace, console) -> int:
     """No GPU: ``tiny`` for a few steps on the CPU, PyTorch beside tileconv, losses only."""
@@ -386,6 +457,7 @@ def run_train_bench(args: argparse.Namespace) -> int:
     _table(runs, console, f"bench --train {args.train}: batch {batch}, {steps} steps, bf16 autocast, "
                           f"median step after {WARMUP_STEPS} warm-up steps")
     console.print(verdict.line(), highlight=False)
+    _profile_tables(runs, console)
     data = result_json(args.train, batch, steps, lr, seed, runs, verdict, env)
     if data["speedup_vs_pytorch"] is not None:
         console.print(f"step time: tileconv {runs['tileconv'].median_step_ms:.2f} ms, pytorch "
