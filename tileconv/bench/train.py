@@ -52,6 +52,7 @@ import copy
 import json
 import math
 import statistics
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -226,7 +227,11 @@ def run_kind(initial: nn.Module, kind: str, batches, steps: int, lr: float, devi
         amp = None if fp32 else torch.bfloat16
         losses, step_ms = train(model, batches, steps, lr, amp)
         if kind in PROFILED and torch.device(device).type == "cuda":
-            profiled = profile_steps(model, batches, lr, amp)
+            try:
+                profiled = profile_steps(model, batches, lr, amp)
+            except Exception as error:  # noqa: BLE001 - a diagnostic must not cost the run its timings
+                warnings.warn(f"{kind}: the step profile failed ({type(error).__name__}: {error}); "
+                              "the run's timings and losses stand", stacklevel=2)
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
     return RunResult(kind, losses.cpu().tolist(), step_ms, profiled)
