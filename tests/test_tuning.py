@@ -405,3 +405,6 @@ def test_tune_model_tunes_each_convolution_the_model_runs_once(device, seed):
     assert [r.problem for r in results] == problems and all(r.status == "tuned" for r in results)
     again = tileconv.tune_model(model, (x,), device=device, progress=False)
     assert all(r.status == "cached" for r in again)
+    plain = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3)).to(device)
+    with pytest.raises(ValueError, match="ran no tileconv convolution"):
+        tileconv.tune_model(plain, x, device=device)

@@ -487,13 +487,17 @@ def tune_model(model: torch.nn.Module, example_inputs, **options) -> list[TuneRe
     ``example_inputs`` (a tensor or a tuple of tensors, without gradients) while dispatch
     lists its problems (:func:`tileconv.dispatch.collect_problems`), then :func:`tune`
     measures them with ``options`` (``force``, ``max_seconds``, ...). Problems already in
-    the tuning cache are not measured again. Returns :func:`tune`'s results."""
+    the tuning cache are not measured again. Returns :func:`tune`'s results; raises
+    ValueError if the model runs no tileconv convolution (an unconverted model)."""
     from . import collect_problems
 
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     with torch.no_grad(), collect_problems() as problems:
         model(*example_inputs)
+    if not problems:
+        raise ValueError(f"model ({type(model).__name__}) ran no tileconv convolution on example_inputs: convert it "
+                         "first (tileconv.convert), or build it from tileconv.nn.Conv2d")
     return tune(problems, **options)
 
 
