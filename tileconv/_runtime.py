@@ -8,6 +8,12 @@ INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") == "1"
 INT32_LIMIT = 2**31  # element counts at or past this need int64 index math
 
 
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division on the host (``triton.cdiv`` costs microseconds a call there: it is a
+    constexpr_function)."""
+    return -(-a // b)
+
+
 def kernel_strides(tensor) -> tuple[int, ...]:
     """``tensor.stride()`` as a kernel should see it: a dimension of size 1 is never
     stepped along, so its stride is given as 0. PyTorch reports 1 there for a contiguous

@@ -52,6 +52,7 @@ import copy
 import json
 import math
 import statistics
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -160,8 +161,6 @@ def profile_steps(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.
                   amp_dtype: torch.dtype | None, steps: int = PROFILE_STEPS, top: int = PROFILE_TOP) -> StepProfile:
     """``steps`` SGD steps of ``model`` under ``torch.profiler`` (see :class:`StepProfile`). On
     a CPU only the wall time is measured (no device activity)."""
-    import time
-
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 

@@ -34,7 +34,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import INT32_LIMIT, kernel_strides
+from .._runtime import INT32_LIMIT, cdiv, kernel_strides
 from ..problem import ConvProblem
 from .common import output_pixels, pixel_count
 from .config import BackwardConfig, dot_constexprs
@@ -220,7 +220,7 @@ def _phase_geometry(problem: ConvProblem) -> list[int]:
 
 def _phase_pixels(problem: ConvProblem) -> int:
     """Pixels of one phase's grid (N * cdiv(H, U) * cdiv(W, V))."""
-    return problem.n * triton.cdiv(problem.h, problem.stride[0]) * triton.cdiv(problem.w, problem.stride[1])
+    return problem.n * cdiv(problem.h, problem.stride[0]) * cdiv(problem.w, problem.stride[1])
 
 
 def _int64(problem: ConvProblem) -> bool:
@@ -240,7 +240,7 @@ def launch_dgrad_implicit_gemm(
         # on an H200: 71 against 45 us for c128 hw56 3x3/2.)
         weight = channels_last_weight(weight)
     phases = problem.stride[0] * problem.stride[1]
-    grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * triton.cdiv(problem.c_per_group, config.block_n)
+    grid = (cdiv(_phase_pixels(problem), config.block_m) * cdiv(problem.c_per_group, config.block_n)
             * problem.groups * phases,)
     return launch(conv2d_dgrad_kernel, grid,
         grad, weight, grad_input,
@@ -272,7 +272,7 @@ def launch_dgrad_depthwise(
 ):
     """Depthwise dgrad on the CUDA cores (groups = C, any multiplier K/C)."""
     phases = problem.stride[0] * problem.stride[1]
-    grid = (triton.cdiv(_phase_pixels(problem), config.block_m) * phases, triton.cdiv(problem.c, config.block_n))
+    grid = (cdiv(_phase_pixels(problem), config.block_m) * phases, cdiv(problem.c, config.block_n))
     return launch(conv2d_dgrad_depthwise_kernel, grid,
         grad, weight, grad_input,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.c,

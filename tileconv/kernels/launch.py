@@ -12,7 +12,7 @@ from dataclasses import replace
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import kernel_strides
+from .._runtime import cdiv, kernel_strides
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
@@ -25,10 +25,6 @@ from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .weights import block_diagonal_weight, channel_minor_weight, channels_last_weight
 
 SPLIT_K_EPILOGUE_TILE = 64  # the split-K epilogue's tile: 64 pixels x 64 output channels
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)  # triton.cdiv costs microseconds a call on the host (a constexpr_function)
 
 
 def _epilogue_arguments(
@@ -87,7 +83,7 @@ def launch_implicit_gemm(
         # B-tile rows run along C; in an NCHW weight they would lie R*S elements apart.
         weight = channels_last_weight(weight)
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
-    grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.gemm_n, config.block_n) * problem.groups, split_k)
+    grid = (cdiv(problem.gemm_m, config.block_m) * cdiv(problem.gemm_n, config.block_n) * problem.groups, split_k)
     workspace = out
     if split_k > 1:
         workspace = scratch((split_k, problem.gemm_m, problem.k), torch.float32, out.device)
@@ -103,7 +99,7 @@ def launch_implicit_gemm(
     )
     if split_k > 1:
         pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-        launch(splitk_epilogue_kernel, (_cdiv(problem.gemm_m, SPLIT_K_EPILOGUE_TILE), _cdiv(problem.k, SPLIT_K_EPILOGUE_TILE)),
+        launch(splitk_epilogue_kernel, (cdiv(problem.gemm_m, SPLIT_K_EPILOGUE_TILE), cdiv(problem.k, SPLIT_K_EPILOGUE_TILE)),
                workspace, *pointers, problem.gemm_m, problem.k, problem.out_h, problem.out_w, *epilogue_strides,
                **epilogue, SPLIT_K=split_k,
                BLOCK_M=SPLIT_K_EPILOGUE_TILE, BLOCK_N=SPLIT_K_EPILOGUE_TILE, num_warps=4)
@@ -146,7 +142,7 @@ def launch_gemm_1x1(
     a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    grid = (_cdiv(problem.gemm_m, config.block_m) * _cdiv(problem.k, config.block_n),)
+    grid = (cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n),)
     return launch(conv1x1_tma_kernel, grid,
         a_desc, b_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
         *epilogue_strides, **epilogue,
@@ -169,7 +165,7 @@ def launch_direct(
     """Run :func:`conv2d_direct_kernel` over the whole output; returns the compiled kernel."""
     weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
-    grid = (_cdiv(problem.gemm_m, config.block_m), _cdiv(problem.k, config.block_n))
+    grid = (cdiv(problem.gemm_m, config.block_m), cdiv(problem.k, config.block_n))
     return launch(conv2d_direct_kernel, grid,
         *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
@@ -194,8 +190,8 @@ def launch_depthwise(
     block_q = min(config.block_k, config.block_m)
     block_p = config.block_m // block_q
     grid = (
-        problem.n * _cdiv(problem.out_h, block_p) * _cdiv(problem.out_w, block_q),
-        _cdiv(problem.k, config.block_n),
+        problem.n * cdiv(problem.out_h, block_p) * cdiv(problem.out_w, block_q),
+        cdiv(problem.k, config.block_n),
     )
     return launch(conv2d_depthwise_kernel, grid,
         *args, problem.k, *geometry, **constexprs,
@@ -240,8 +236,8 @@ def launch_depthwise_rows(
     weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (
-        problem.n * _cdiv(problem.out_h, config.block_k) * _cdiv(problem.out_w, config.block_m),
-        _cdiv(problem.k, config.block_n),
+        problem.n * cdiv(problem.out_h, config.block_k) * cdiv(problem.out_w, config.block_m),
+        cdiv(problem.k, config.block_n),
     )
     return launch(conv2d_depthwise_rows_kernel, grid,
         *args, problem.k, *geometry, **constexprs,

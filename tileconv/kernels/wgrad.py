@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import kernel_strides
+from .._runtime import cdiv, kernel_strides
 from ..problem import ConvProblem
 from .common import output_pixels, pixel_count
 from .config import BackwardConfig, dot_constexprs, needs_int64
@@ -44,10 +44,6 @@ _TARGET_PROGRAMS = 2 * 132
 _MIN_STEPS_PER_SPLIT = 8
 _MAX_SPLIT = 256
 FINISH_BLOCK = 256  # wgrad_finish_kernel: weight elements per program
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -255,9 +251,9 @@ def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0, c
     (:func:`partial_sum_cap`). ``tune --pass wgrad`` races this choice against 1, 4 and
     16 splits."""
     if requested > 0:
-        return max(1, min(requested, triton.cdiv(reduction, block)))
+        return max(1, min(requested, cdiv(reduction, block)))
     most = max(1, reduction // (_MIN_STEPS_PER_SPLIT * block))
-    wanted = triton.cdiv(_TARGET_PROGRAMS, max(tiles, 1))
+    wanted = cdiv(_TARGET_PROGRAMS, max(tiles, 1))
     return max(1, min(most, wanted, cap, _MAX_SPLIT))
 
 
@@ -278,8 +274,8 @@ def partial_sum_cap(problem: ConvProblem) -> int:
 
 def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
     """(pixels per split rounded up to ``block``, splits actually needed)."""
-    chunk = triton.cdiv(triton.cdiv(reduction, split), block) * block
-    return chunk, triton.cdiv(reduction, chunk)
+    chunk = cdiv(cdiv(reduction, split), block) * block
+    return chunk, cdiv(reduction, chunk)
 
 
 def _sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
@@ -289,7 +285,7 @@ def _sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torc
     columns = problem.c_per_group * problem.r * problem.s
     elements = problem.k * columns
     block_s = min(16, 1 << (split - 1).bit_length())  # a power of two covering the splits, at most 16
-    launch(wgrad_finish_kernel, (_cdiv(elements, FINISH_BLOCK),),
+    launch(wgrad_finish_kernel, (cdiv(elements, FINISH_BLOCK),),
            workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, split,
            *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=FINISH_BLOCK, num_warps=4)
 
@@ -301,7 +297,7 @@ def launch_wgrad_implicit_gemm(
     """``grad_weight`` (K, C/g, R, S) = wgrad of ``grad`` (the pre-activation gradient) and ``x``."""
     reduction = problem.gemm_m
     columns = problem.c_per_group * problem.r * problem.s
-    tiles = triton.cdiv(problem.k_per_group, config.block_m) * triton.cdiv(columns, config.block_n) * problem.groups
+    tiles = cdiv(problem.k_per_group, config.block_m) * cdiv(columns, config.block_n) * problem.groups
     split = choose_split_k(reduction, config.block_k, tiles, config.split_k, partial_sum_cap(problem))
     chunk, split = _chunk(reduction, split, config.block_k)
     direct = split == 1 and problem.r * problem.s == 1  # columns t = c: the weight's own order
@@ -354,11 +350,11 @@ def launch_wgrad_depthwise(
 ):
     """Depthwise wgrad on the CUDA cores: ``config.block_m`` pixels x ``block_n`` channels per step."""
     reduction = problem.gemm_m
-    tiles = triton.cdiv(problem.k, config.block_n) * problem.r * problem.s
+    tiles = cdiv(problem.k, config.block_n) * problem.r * problem.s
     chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_m, tiles, config.split_k), config.block_m)
     # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
-    launch(conv2d_wgrad_depthwise_kernel, (triton.cdiv(problem.k, config.block_n), problem.r * problem.s, split),
+    launch(conv2d_wgrad_depthwise_kernel, (cdiv(problem.k, config.block_n), problem.r * problem.s, split),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
