@@ -57,7 +57,6 @@ _counts = {"replays": 0, "recorded": 0, "refused": 0}
 _enabled = True
 
 
-
 def stats() -> dict[str, int]:
     """Calls replayed from a plan, calls recorded into one, recorded calls that could not
     be planned (they take the normal path each time), and plans held."""
@@ -118,13 +117,18 @@ def problem_key(problem, x, weight, bias, residual, algo: str, config) -> tuple 
     validated problem, a forced algorithm or config): the autograd forward, ``bench --algo
     NAME``, the custom op's implementation. None when the call must take the normal path,
     including inside a call being recorded (the outer call's plan covers it)."""
-    if (INTERPRET or not _enabled or fast_launch._recording is not None or not x.is_cuda
+    return _validated_call_key(("problem", problem, algo, config), (x, weight, bias, residual))
+
+
+def _validated_call_key(options: tuple, tensors: tuple) -> tuple | None:
+    """The plan key of a call below ``tileconv.conv2d`` (its problem already validated):
+    ``options`` plus the tensors' keys and alignments and the current GPU; None where such
+    a call is never planned (see :func:`problem_key`)."""
+    if (INTERPRET or not _enabled or fast_launch._recording is not None or not tensors[0].is_cuda
             or torch.compiler.is_compiling() or _hooks_set()):
         return None
     try:
-        tensors = (x, weight, bias, residual)
-        key = ("problem", problem, algo, config, *map(tensor_key, tensors), *map(_alignment, tensors),
-               torch._C._cuda_getDevice())
+        key = (*options, *map(tensor_key, tensors), *map(_alignment, tensors), torch._C._cuda_getDevice())
         hash(key)
     except (AttributeError, TypeError, RuntimeError):
         return None
@@ -147,17 +151,10 @@ def backward_key(problem, grad, x, weight, need_input: bool, need_weight: bool, 
     """The key of a plan for :func:`tileconv.functional.conv2d_backward_problem` (both
     gradients' launches in one plan), or None when the call must take the normal path
     (as :func:`problem_key`, and for an empty batch)."""
-    if (INTERPRET or not _enabled or fast_launch._recording is not None or not grad.is_cuda or problem.n == 0
-            or torch.compiler.is_compiling() or _hooks_set()):
+    if problem.n == 0:
         return None
-    try:
-        tensors = (grad, x, weight)
-        key = ("backward", problem, algo, need_input, need_weight, dgrad_config, wgrad_config,
-               *map(tensor_key, tensors), *map(_alignment, tensors), torch._C._cuda_getDevice())
-        hash(key)
-    except (AttributeError, TypeError, RuntimeError):
-        return None
-    return key
+    return _validated_call_key(("backward", problem, algo, need_input, need_weight, dgrad_config, wgrad_config),
+                               (grad, x, weight))
 
 
 def replay_or_record(key: tuple, run, *tensors, weight_slot: int = 1):
