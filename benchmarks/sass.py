@@ -39,7 +39,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
-           "conv2d_depthwise_rows_kernel")
+           "conv2d_depthwise_rows_kernel", "unroll_columns_kernel")
 
 
 class _Recorder:
@@ -101,10 +101,11 @@ def _sass_counts(cubin: bytes) -> dict[str, int]:
     return counts
 
 
-def inspect(algorithm: str, case_name: str, int64: bool = False) -> dict:
+def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | None = None) -> dict:
     """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS.
     ``int64``: compile the kernel's int64-index variant (which the small CPU tensors used
-    here would not select), so that it is at least known to compile."""
+    here would not select), so that it is at least known to compile. ``which``: which of
+    the algorithm's launches to compile where it makes more than one (im2row's copy and GEMM)."""
     case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped") for c in get_suite(suite)
                 if c.name == case_name)
     problem = case.problem(torch.float16, "nhwc", "bias_relu", batch=2)
@@ -117,14 +118,18 @@ def inspect(algorithm: str, case_name: str, int64: bool = False) -> dict:
         for name, recorder in recorders.items():
             setattr(launch, name, recorder)
         launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
-                    "grouped_gemm": launch.launch_grouped_gemm,
+                    "grouped_gemm": launch.launch_grouped_gemm, "im2row": launch.launch_im2row,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
                     "depthwise_rows": launch.launch_depthwise_rows}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
     finally:
         for name, kernel in saved.items():
             setattr(launch, name, kernel)
-    (kernel_name, recorder), = [(n, r) for n, r in recorders.items() if r.calls]
+    launched = {n: r for n, r in recorders.items() if r.calls}
+    if which is None:
+        (kernel_name, recorder), = launched.items()
+    else:
+        kernel_name, recorder = which, launched[which]
     args, kwargs = recorder.calls[0]
     if int64:
         kwargs["INT64"] = True
@@ -186,6 +191,7 @@ CASES = [
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
+    ("im2row", "r50 stem 7x7/2"),
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
 # them here catches type errors in those branches on every CI run.
@@ -214,7 +220,9 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("benchmarks/sass.py compiles real kernels: run it without TRITON_INTERPRET=1", file=sys.stderr)
         return 2
-    rows = [inspect(algorithm, case) for algorithm, case in CASES]
+    rows = [inspect(algorithm, case, which="conv2d_implicit_gemm_kernel" if algorithm == "im2row" else None)
+            for algorithm, case in CASES]
+    rows += [inspect("im2row", "r50 stem 7x7/2", int64, which="unroll_columns_kernel") for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)

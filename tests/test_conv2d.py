@@ -407,6 +407,16 @@ CONFIG_CASES = [
     # ... and grouped (the group's channel offset), 2 channels per group, padding on one side.
     Case(2, 8, 7, 9, 12, 3, 3, padding=(0, 1), groups=4, dtype="fp32", residual=True,
          algo="implicit_gemm", config=LaunchConfig(32, 16, 16, 8, 4, 1, fuse_sc=1)),
+    # im2row: the stem's C = 3 x S = 7 = 21 unrolled into 32 channels (one 32-deep step a
+    # filter row), stride 2 both ways, M tail, N tile 16 over K = 24; then C = 5 x S = 3 =
+    # 15 -> 16 channels, NCHW strict fp32, dilated columns, uneven 'same' padding, residual;
+    # bf16 with a 1 x S filter (the unrolled problem is 1x1) and a tile larger than it.
+    Case(2, 3, 11, 13, 24, 7, 7, stride=2, padding=3, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="im2row", config=LaunchConfig(32, 16, 32, 8, 4, 3)),
+    Case(1, 5, 6, 9, 16, 2, 3, padding="same", dilation=(1, 2), dtype="fp32", layout="nchw", residual=True,
+         algo="im2row", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
+    Case(2, 4, 5, 7, 20, 1, 3, stride=(1, 2), padding=(0, 1), dtype="bf16", layout="nhwc", activation="silu",
+         algo="im2row", config=LaunchConfig(64, 32, 16, 8, 4, 1)),
     # grouped GEMM: 16 groups of 4 -> 8 channels merged 8 at a time (two merged groups of
     # 32 -> 64), N tile 32 of the merged 64, M tail.
     Case(1, 64, 5, 7, 128, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True,

@@ -217,3 +217,28 @@ def test_resnet50_suite_is_torchvisions_resnet50():
         for c in SUITES["resnet50"]
     }
     assert suite == seen, f"only in the suite: {suite - seen}; only in torchvision: {seen - suite}"
+
+
+@pytest.mark.parametrize("stride, padding, dilation", [(2, 3, 1), ((1, 2), (1, 2), (2, 3)), (1, "same", 1)])
+def test_columns_as_channels_is_the_same_convolution(stride, padding, dilation):
+    """ConvProblem.columns_as_channels' formula, in float64 PyTorch (no tileconv kernel): the
+    R x 1 convolution of the unrolled input with the unrolled weight equals the original."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 10, 13, generator=gen, dtype=torch.float64)
+    w = torch.randn(4, 3, 3, 4, generator=gen, dtype=torch.float64)
+    problem = problem_from_arguments(x.float(), w.float(), None, stride, padding, dilation)
+    unrolled = problem.columns_as_channels()
+    assert unrolled.c == problem.unrolled_channels == 16 and (unrolled.s, unrolled.stride[1]) == (1, 1)
+    assert (unrolled.out_h, unrolled.out_w) == (problem.out_h, problem.out_w)
+    # xr[n, s*C + c, h, q] = x[n, c, h, q*V - pad_left + s*dil_w], zero outside and past S*C.
+    padded = torch.nn.functional.pad(x, (problem.padding[1], problem.padding_end[1] + 64))
+    xr = torch.zeros(unrolled.input_shape, dtype=torch.float64)
+    wr = torch.zeros(unrolled.weight_shape, dtype=torch.float64)
+    for s in range(problem.s):
+        columns = torch.arange(problem.out_w) * problem.stride[1] + s * problem.dilation[1]
+        xr[:, s * 3:(s + 1) * 3] = padded[:, :, :, columns]
+        wr[:, s * 3:(s + 1) * 3, :, 0] = w[:, :, :, s]
+    expected = torch.nn.functional.conv2d(x, w, None, stride, padding, dilation)
+    got = torch.nn.functional.conv2d(torch.nn.functional.pad(xr, (0, 0, unrolled.padding[0], unrolled.padding_end[0])),
+                                     wr, None, unrolled.stride, 0, unrolled.dilation)
+    torch.testing.assert_close(got, expected)

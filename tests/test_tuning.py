@@ -253,7 +253,7 @@ def test_candidates_respect_the_constraints(limits):
                 assert _is_pow2(value), where
             # Rule-decided fields stay the heuristics' (only tile fields are tuned).
             assert config.fuse_sc == default_config(problem, name).fuse_sc, where
-            if name in ("implicit_gemm", "grouped_gemm", "gemm_1x1"):  # tensor-core GEMMs
+            if name in ("implicit_gemm", "grouped_gemm", "gemm_1x1", "im2row"):  # tensor-core GEMMs
                 gemm = gemm_problem(problem, name)
                 assert config.block_n <= max(16, triton.next_power_of_2(gemm.k_per_group)), where
                 assert config.block_k <= max(16, triton.next_power_of_2(reduction_slice(gemm, config))), where
@@ -281,9 +281,9 @@ def test_which_algorithms_race():
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)
         rows = ["depthwise_rows"] if (depthwise.r, depthwise.stride[0]) == (3, 1) else []  # 3x3, rows streamed
         assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows]), depthwise.describe()
-    stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin
+    stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row)
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels
-    for problem, expected in ((stem, {"implicit_gemm", "direct"}),
+    for problem, expected in ((stem, {"im2row", "implicit_gemm", "direct"}),
                               (resnext, {"grouped_gemm", "implicit_gemm", "direct"})):
         assert algorithms_to_try(problem)[0] == choose_algorithm(problem)
         assert set(algorithms_to_try(problem)) == expected, problem.describe()

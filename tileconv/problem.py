@@ -179,6 +179,35 @@ class ConvProblem:
     def with_epilogue(self, epilogue: Epilogue) -> ConvProblem:
         return replace(self, epilogue=epilogue)
 
+    @property
+    def unrolled_channels(self) -> int:
+        """Channels of :meth:`columns_as_channels`' input: a filter row's S x C/g values,
+        rounded up to a multiple of 16 (one ``tl.dot`` K-slice; 32 bytes of fp16)."""
+        return -(-self.s * self.c_per_group // 16) * 16
+
+    def columns_as_channels(self) -> ConvProblem:
+        """This convolution with its filter columns unrolled into channels: the same output
+        from an R x 1 convolution over ``xr``, where
+
+            xr[n, s*C + c, h, q] = x[n, c, h, q*V - pad_left + s*dil_w]  (0 outside; 0 for
+                                                                       s*C + c >= S*C)
+            w'[k, s*C + c, r, 0] = w[k, c, r, s]  (0 for the padding channels).
+
+        ``xr`` has :attr:`unrolled_channels` channels, H rows and Q (the output's width)
+        columns, channels_last; the vertical geometry (R, stride, padding, dilation) is
+        unchanged, the horizontal one is the identity. For few input channels (the 7x7
+        stem's 3): each tap's reduction slice becomes a 16-byte-aligned run of
+        ``unrolled_channels`` values instead of 3 (6 bytes, gathered 2 bytes at a time).
+        Dense convolutions only (groups = 1): the unrolled channels span the whole filter row."""
+        if self.groups != 1:
+            raise ValueError(f"columns_as_channels needs groups=1, got groups={self.groups}")
+        return ConvProblem(
+            n=self.n, c=self.unrolled_channels, h=self.h, w=self.out_w, k=self.k, r=self.r, s=1,
+            stride=(self.stride[0], 1), padding=(self.padding[0], 0), dilation=(self.dilation[0], 1),
+            dtype=self.dtype, layout="nhwc", epilogue=self.epilogue, allow_tf32=self.allow_tf32,
+            padding_end=(self.padding_end[0], 0),
+        )
+
     def dgrad_as_forward(self) -> ConvProblem | None:
         """The input gradient of this (stride-1) convolution as a forward convolution, or
         None where it is not one.

@@ -139,9 +139,12 @@ def _pow2_at_least(value: int, floor: int) -> int:
 
 # --------------------------------------------------------------------- the GEMMs
 def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
-    """The problem whose GEMM ``algorithm`` runs: grouped_gemm merges groups."""
+    """The problem whose GEMM ``algorithm`` runs: grouped_gemm merges groups, im2row unrolls
+    the filter columns into channels."""
     if algorithm == "grouped_gemm":
         return replace(problem, groups=problem.groups // group_pack_factor(problem))
+    if algorithm == "im2row":
+        return problem.columns_as_channels()
     return problem
 
 
@@ -212,8 +215,8 @@ def _gemm_score(problem: ConvProblem, config: LaunchConfig, limits: DeviceLimits
 def gemm_candidates(
     problem: ConvProblem, limits: DeviceLimits | None = None, algorithm: str = "implicit_gemm"
 ) -> list[LaunchConfig]:
-    """Fitted, de-duplicated configs of a GEMM algorithm (``implicit_gemm`` or
-    ``grouped_gemm``) for ``problem``, most promising first."""
+    """Fitted, de-duplicated configs of a GEMM algorithm (``implicit_gemm``,
+    ``grouped_gemm`` or ``im2row``) for ``problem``, most promising first."""
     limits = limits or DeviceLimits()
     start = default_config(problem, algorithm)
     gemm = gemm_problem(problem, algorithm)
@@ -260,6 +263,11 @@ def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     return gemm_candidates(problem, limits, "grouped_gemm")
+
+
+def im2row_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """The implicit GEMM's tiles fitted to the unrolled problem (no split-K: its reductions are short)."""
+    return gemm_candidates(problem, limits, "im2row")
 
 
 # --------------------------------------------------------------------- CUDA-core kernels
@@ -335,6 +343,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     # The TMA GEMM has the same tiles and shared-memory ring as the implicit GEMM.
     "gemm_1x1": gemm_1x1_candidates,
     "grouped_gemm": grouped_gemm_candidates,
+    "im2row": im2row_candidates,
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
     "direct": direct_candidates,
@@ -356,7 +365,7 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     for name, algorithm in ALGORITHMS.items():
         if name == first or algorithm.teaching or algorithm.unsupported_reason(problem) is not None:
             continue
-        if name in ("implicit_gemm", "grouped_gemm") and gemm_useful_fraction(problem, name) < 1 / 16:
+        if name in ("implicit_gemm", "grouped_gemm", "im2row") and gemm_useful_fraction(problem, name) < 1 / 16:
             continue
         if name == "direct" and not is_thin(problem):
             continue

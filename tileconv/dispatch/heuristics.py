@@ -13,7 +13,7 @@ import triton
 from .._runtime import INTERPRET
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
-from ..kernels.launch import gemm_1x1_unsupported_reason, group_pack_factor
+from ..kernels.launch import gemm_1x1_unsupported_reason, group_pack_factor, im2row_unsupported_reason
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -25,7 +25,8 @@ SM_COUNT_HINT = 132
 
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise'. Thin groups that merge into a
-    tensor-core tile: 'grouped_gemm'. Everything else: 'implicit_gemm'."""
+    tensor-core tile: 'grouped_gemm'. Dense with few input channels and enough output
+    channels for a tensor-core tile (the stems): 'im2row'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
         # kernel won at 14 <= output width <= 28 with small filters (c384 hw14 3x3: 15.7 us
@@ -36,6 +37,9 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
         if group_pack_factor(problem) > 1:
             return "grouped_gemm"
+    if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
+            and im2row_unsupported_reason(problem) is None):
+        return "im2row"
     # Long, wide 1x1 GEMMs: the TMA kernel. Measured on an H200 (2026-11-22, fp16 NHWC):
     # M = K = 4096 at C = 1024 / 4096 took 62.8 / 203 us against the implicit GEMM's
     # 100 / 324; on ResNet-50's 1x1 layers (M <= 6272 at C >= 1024, K <= 2048) it lost
@@ -69,6 +73,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return ladder_config(problem, algorithm)
     if algorithm == "grouped_gemm":  # the GEMM runs on the merged groups
         problem = replace(problem, groups=problem.groups // group_pack_factor(problem))
+    if algorithm == "im2row":  # the GEMM runs on the unrolled problem
+        problem, algorithm = problem.columns_as_channels(), "implicit_gemm"
     # Few channels per group: reduce over (filter column, channel) so that a K-slice is
     # not mostly padding (the 7x7 stem's 3 channels, the seed's 6).
     fuse_sc = int(problem.c_per_group < MIN_TENSOR_CORE_DIM and problem.s > 1)

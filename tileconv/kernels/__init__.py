@@ -4,6 +4,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
 - ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
+- ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
+  unrolled into channels by one copy, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
@@ -42,11 +44,13 @@ from .launch import (
     depthwise_unsupported_reason,
     gemm_1x1_unsupported_reason,
     group_pack_factor,
+    im2row_unsupported_reason,
     launch_depthwise,
     launch_depthwise_rows,
     launch_direct,
     launch_gemm_1x1,
     launch_grouped_gemm,
+    launch_im2row,
     launch_implicit_gemm,
 )
 
@@ -91,6 +95,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "1x1 stride-1 NHWC convolution as a GEMM fed by bulk tensor copies (TMA)",
         launch_gemm_1x1,
         gemm_1x1_unsupported_reason,
+    ),
+    "im2row": Algorithm(
+        "im2row",
+        "few input channels: filter columns unrolled into channels (one copy), then the implicit GEMM",
+        launch_im2row,
+        im2row_unsupported_reason,
     ),
     "grouped_gemm": Algorithm(
         "grouped_gemm",

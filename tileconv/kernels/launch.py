@@ -21,8 +21,14 @@ from .direct import conv2d_direct_kernel
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel
+from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
-from .weights import block_diagonal_weight, channel_minor_weight, channels_last_weight
+from .weights import (
+    block_diagonal_weight,
+    channel_minor_weight,
+    channels_last_weight,
+    unrolled_columns_weight,
+)
 
 SPLIT_K_EPILOGUE_TILE = 64  # the split-K epilogue's tile: 64 pixels x 64 output channels
 
@@ -278,3 +284,48 @@ def launch_grouped_gemm(
         merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual, out, config,
         sub_groups=(problem.c_per_group, problem.k_per_group),
     )
+
+
+# The unrolled input costs unrolled_channels / C x Q / W times the input: worth it for few
+# channels only (each tap's slice then grows from C to a 16-byte-aligned run).
+IM2ROW_MAX_CHANNELS = 64
+IM2ROW_COPY_ROWS = 128  # xr rows (input row, output column) per program of the copy
+
+
+def im2row_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_im2row` cannot run ``problem`` (None if it can)."""
+    if problem.groups != 1:
+        return "it unrolls whole filter rows into channels: it needs groups=1"
+    if problem.s == 1:
+        return "it unrolls filter columns: it needs a filter wider than 1"
+    if problem.unrolled_channels > IM2ROW_MAX_CHANNELS:
+        return (f"its copy of the input holds S * C rounded up to 16 = {problem.unrolled_channels} channels a "
+                f"pixel: it needs at most {IM2ROW_MAX_CHANNELS} (few input channels)")
+    return None
+
+
+def launch_im2row(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Unroll the filter columns into channels (:func:`unroll_columns_kernel`, into scratch),
+    then run the implicit GEMM on :meth:`ConvProblem.columns_as_channels` with ``config``
+    (its tile, for the unrolled problem). Returns the GEMM's compiled kernel."""
+    if config.fuse_sc:
+        raise ValueError("config fuse_sc=1: im2row has unrolled the filter columns already (use fuse_sc=0)")
+    unrolled = problem.columns_as_channels()
+    channels = unrolled.c
+    xr = scratch((problem.n, problem.h, problem.out_w, channels), x.dtype, x.device)
+    rows = problem.n * problem.h * problem.out_w
+    launch(unroll_columns_kernel, (cdiv(rows, IM2ROW_COPY_ROWS),),
+           x, xr, rows, problem.h, problem.w, problem.out_w,
+           problem.stride[1], problem.padding[1], problem.dilation[1], *kernel_strides(x),
+           C=problem.c, S=problem.s, CHANNELS=channels, BLOCK_ROWS=IM2ROW_COPY_ROWS,
+           BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(unrolled), num_warps=4)
+    return launch_implicit_gemm(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, channels),
+                                bias, residual, out, config)

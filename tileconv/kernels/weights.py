@@ -118,3 +118,17 @@ def dgrad_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
         return out
 
     return _cached(weight, f"dgrad/{groups}", build)
+
+
+def unrolled_columns_weight(weight: torch.Tensor, channels: int) -> torch.Tensor:
+    """The (K, channels, R, 1) weight of :meth:`tileconv.problem.ConvProblem.columns_as_channels`:
+    ``w'[k, s*C + c, r, 0] = w[k, c, r, s]`` for a dense (K, C, R, S) ``weight``, zeros in
+    the channels past S*C, stored channels_last (what the implicit GEMM's B tile reads)."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, c, r, s = w.shape
+        out = w.new_zeros((k, r, 1, channels))  # channels_last memory of (K, channels, R, 1)
+        out[:, :, 0, : s * c].copy_(w.permute(0, 2, 3, 1).reshape(k, r, s * c))
+        return out.permute(0, 3, 1, 2)
+
+    return _cached(weight, f"unrolled_columns/{channels}", build)
