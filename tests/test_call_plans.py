@@ -118,6 +118,24 @@ def test_scratch_is_allocated_afresh_and_nothing_recorded_stays_alive(fake_strea
     assert first[13 + 2] == second[13] and second[13 + 1] == out2.data_ptr()
 
 
+def test_views_of_one_scratch_tensor_share_its_replayed_allocation(fake_stream):
+    """im2row writes its unrolled input into scratch laid out (N, H, Q, C') and the GEMM reads
+    it through a permuted view: both launches must get the same new scratch in a replay."""
+    log = []
+    x, w = torch.zeros(1, 3, 4, 4), torch.zeros(5, 3, 1, 1)
+    with fast_launch.recording() as record:
+        out = torch.zeros(1, 5, 4, 4)
+        unrolled = fast_launch.workspace((1, 4, 4, 16), torch.float16, torch.device("cpu"))
+    view = unrolled.permute(0, 3, 1, 2)
+    record.steps = [(_FakeCompiled(log), (1, 1, 1), [x, unrolled]), (_FakeCompiled(log), (1, 1, 1), [view, w, out])]
+    record.triton_launches = 2
+    plan = call_plans.CallPlan(record, [x, w, None, None], out)
+    out2 = plan(torch.ones(1, 3, 4, 4), w, None, None)
+    first, second = log
+    assert first[13 + 1] == second[13] not in (unrolled.data_ptr(), out2.data_ptr())
+    assert second[13 + 2] == out2.data_ptr()
+
+
 @pytest.mark.parametrize("why", ["foreign_tensor", "launch_around_recorder", "incomplete", "scratch", "aliased"])
 def test_calls_that_cannot_be_replayed_exactly_are_refused(fake_stream, why: str):
     log = []
@@ -340,7 +358,8 @@ def _aten_ops(call) -> set[str]:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
-                                             ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32)])
+                                             ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
+                                             ("im2row", 1, 32)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
@@ -350,8 +369,9 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     from tileconv.kernels import LaunchConfig
 
     r = 1 if algo == "gemm_1x1" else 3
-    x = torch.randn(2, 32, 10, 10, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
-    weight = torch.randn(k, 32 // groups, r, r, device="cuda", dtype=torch.float16)
+    c = 3 if algo == "im2row" else 32  # few channels: im2row unrolls 3 x 3 of them into 16
+    x = torch.randn(2, c, 10, 10, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(k, c // groups, r, r, device="cuda", dtype=torch.float16)
     problem = tileconv.problem_from_arguments(x, weight, None, 1, r // 2, 1, groups)
     name = "implicit_gemm" if algo == "split_k" else algo
     config = LaunchConfig(64, 32, 32, 8, 4, 3, split_k=2) if algo == "split_k" else None

@@ -274,6 +274,7 @@ class CallPlan:
         own = [*tensors, *outs]
         self.derivations = []
         derived: list[torch.Tensor] = []
+        scratch_slots: dict[int, int] = {}  # a scratch tensor's address -> its slot
         weight = tensors[weight_slot]
 
         def slot_of(t: torch.Tensor, by_address: bool = False) -> int:
@@ -292,10 +293,17 @@ class CallPlan:
             for index, candidate in enumerate(derived):
                 if t is candidate or (by_address and t.data_ptr() == candidate.data_ptr()):
                     return len(own) + index
-            if not by_address and any(t is w for w in record.workspaces):  # scratch: a replay allocates its own
-                derived.append(t)
-                self.derivations.append(_Workspace(t))
-                return len(own) + len(derived) - 1
+            # Scratch, or a view of it starting where it does (im2row's unrolled input, read
+            # as NCHW-strided channels_last): a replay allocates the whole scratch tensor afresh
+            # and hands every view of it the new address.
+            scratch = [w for w in record.workspaces if w.numel() and w.data_ptr() == t.data_ptr()]
+            if not by_address and scratch:
+                slot = scratch_slots.get(t.data_ptr())
+                if slot is None:
+                    derived.append(scratch[0])
+                    self.derivations.append(_Workspace(scratch[0]))
+                    slot = scratch_slots[t.data_ptr()] = len(own) + len(derived) - 1
+                return slot
             # A derived weight (a descriptor views it by address: dgrad's 1x1 weight under gemm_1x1).
             again = derivation(weight, t, by_address)
             if again is None:
