@@ -9,6 +9,7 @@
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
+#                                        (MODELS="a b" picks; each needs ~4-5 minutes: at most two a call)
 #
 # Outputs go to $OUT (the device tool's folder), packed into $OUT/results.tgz after every
 # step so that a cut call still returns what it measured (the tool returns 8 files at most);
@@ -93,9 +94,12 @@ model)
     done
     ;;
 models)
-    TAILN=40 step models 570 python -m tileconv bench --model mobilenet_v2,convnext_tiny,resnext50_32x4d --batch 32 \
-        --json "$R/"
-    save
+    # One process a model: a CUDA fault in one (seen once on an H200, ConvNeXt-T timed after
+    # MobileNetV2 in the same process; not reproduced alone) cannot take the others with it.
+    for model in ${MODELS:-mobilenet_v2 convnext_tiny resnext50_32x4d}; do
+        TAILN=16 step "model-$model" 290 python -m tileconv bench --model "$model" --batch 32 --json "$R/"
+        save
+    done
     ;;
 *)
     echo "usage: bash benchmarks/record.sh check|verify|forward|precision|training|ddp|model|models" >&2
