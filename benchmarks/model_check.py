@@ -56,9 +56,11 @@ def main() -> int:
             tileconv.tune_model(converted, (x,), progress=False)
         failures = []
 
-        def check(module, inputs, output, name=""):
+        def check(module, inputs, kwargs, output, name=""):
             torch.cuda.synchronize()  # a fault surfaces here, at its layer
-            inp, residual = inputs[0], (inputs[1] if len(inputs) > 1 else None)
+            # convert passes a fused residual by keyword (a plain forward hook never sees it)
+            residual = inputs[1] if len(inputs) > 1 else kwargs.get("residual")
+            inp = inputs[0]
             ref = F.conv2d(inp.float(), module.weight.float(), None if module.bias is None else module.bias.float(),
                            module.stride, module.padding, module.dilation, module.groups)
             if isinstance(residual, torch.Tensor):
@@ -69,7 +71,7 @@ def main() -> int:
                 failures.append(f"{_describe(name, module, inp)}: max error {err:.3g}")
             print("ok", _describe(name, module, inp), flush=True)
 
-        handles = [m.register_forward_hook(lambda mod, i, o, name=n: check(mod, i, o, name))
+        handles = [m.register_forward_hook(lambda mod, i, kw, o, name=n: check(mod, i, kw, o, name), with_kwargs=True)
                    for n, m in converted.named_modules() if isinstance(m, tileconv.nn.Conv2d)]
         converted(x)
         for handle in handles:
