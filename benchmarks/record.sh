@@ -8,6 +8,7 @@
 #   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
+#                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
 #                                        (MODELS="a b" picks; each needs ~4-5 minutes: at most two a call)
 #
@@ -88,7 +89,7 @@ ddp)
     ;;
 model)
     # max-autotune compiles for ~4 minutes a model; the tuning cache (forward tuned) makes tileconv's set-up short.
-    for batch in 32 1; do
+    for batch in ${BATCHES:-32 1}; do  # BATCHES="1" picks
         TAILN=16 step "model-b$batch" 290 python -m tileconv bench --model resnet50 --batch $batch --json "$R/"
         save
     done
