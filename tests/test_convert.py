@@ -238,6 +238,49 @@ def test_torch_compile_eager_backend(device, seed):
         assert_close(compiled(x), model(x), context="torch.compile(backend='eager')")
 
 
+@pytest.mark.parametrize("with_example", [False, True], ids=["runtime-guard", "shape-prop"])
+def test_torch_compile_fullgraph_has_no_graph_break(device, seed, with_example):
+    """fullgraph=True fails on any graph break: every converted convolution (fused residual,
+    runtime-guarded residual) traces as the custom op tileconv::conv2d."""
+    torch._dynamo.reset()
+    model = tiny_resnet(seed, device)
+    x = torch.randn(1, 3, 16, 16, device=device)
+    converted = tileconv.convert(model, example_inputs=(x,) if with_example else None)
+    seen: list = []
+
+    def backend(graph_module: torch.fx.GraphModule, example_inputs):
+        seen.extend(node.target for node in graph_module.graph.nodes if node.op == "call_function")
+        return graph_module.forward
+
+    compiled = torch.compile(converted, backend=backend, fullgraph=True)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), context=f"torch.compile(fullgraph=True), {with_example=}")
+    ops = (torch.ops.tileconv.conv2d, torch.ops.tileconv.conv2d.default)
+    assert sum(target in ops for target in seen) == 8, seen
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_torch_compile_reduce_overhead_captures_the_convolutions_in_cuda_graphs(seed):
+    """mode='reduce-overhead': inductor captures the converted model, tileconv's kernels
+    included, in a CUDA graph (no cudagraph skip), and its replays match eager."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    model = tiny_resnet(seed, "cuda").half().to(memory_format=torch.channels_last)
+    x = torch.randn(4, 3, 32, 32, device="cuda", dtype=torch.half).to(memory_format=torch.channels_last)
+    converted = tileconv.convert(model, example_inputs=(x,))
+    compiled = torch.compile(converted, mode="reduce-overhead", fullgraph=True)
+    with torch.no_grad():
+        want = converted(x).float()
+        for _ in range(3):  # warm-up, record, replay
+            out = compiled(x)
+        torch.cuda.synchronize()
+    assert counters["inductor"]["cudagraph_skips"] == 0, dict(counters["inductor"])
+    assert_close(out.float(), want, rtol=1e-2, context="torch.compile(mode='reduce-overhead')")
+
+
 def test_summary_text():
     report = ConversionReport(traced=True, convs_replaced=3, bn_folded=2, activations_fused=1,
                               residual_adds_fused=1, not_fused=[("layer.bn", "training mode")])
