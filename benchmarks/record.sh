@@ -5,6 +5,7 @@
 #   bash benchmarks/record.sh verify     verify 2000 random cases
 #   bash benchmarks/record.sh forward    tune, bench all, epilogues, bf16, NCHW, host cost
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
+#   bash benchmarks/record.sh fp32       tune + bench tf32 and strict fp32, NHWC and NCHW (DTYPES, LAYOUTS pick)
 #   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
@@ -70,6 +71,21 @@ precision)
     TAILN=3 step sweep 60 python -m tileconv sweep --json "$R/sweep.json" --plot "$R/sweep.png"
     save
     ;;
+fp32)
+    # Both fp32 modes in both layouts, tuned first: the fp32 table (seed001 and resnet50).
+    for dtype in ${DTYPES:-tf32 float32}; do
+        for layout in ${LAYOUTS:-nhwc nchw}; do
+            TAILN=2 step "tune-$dtype-$layout" 120 python -m tileconv tune --suite resnet50 --dtype $dtype --layout $layout
+            TAILN=2 step "tune-seed-$dtype-$layout" 60 python -m tileconv tune --suite seed --dtype $dtype --layout $layout
+            save
+            for suite in seed resnet50; do
+                TAILN=3 step "$suite-$dtype-$layout" 90 python -m tileconv bench --suite $suite --dtype $dtype \
+                    --layout $layout --json "$R/$suite-$dtype-$layout.json"
+            done
+            save
+        done
+    done
+    ;;
 training)
     TAILN=3 step tune-bwd 120 python -m tileconv tune --suite resnet50 --pass bwd
     save
@@ -103,7 +119,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|training|ddp|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|training|ddp|model|models" >&2
     exit 2
     ;;
 esac
