@@ -6,6 +6,7 @@
 #   bash benchmarks/record.sh forward    tune, bench all, epilogues, bf16, NCHW, host cost
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
 #   bash benchmarks/record.sh fp32       tune + bench tf32 and strict fp32, NHWC and NCHW (DTYPES, LAYOUTS pick)
+#   bash benchmarks/record.sh nchw       NCHW input: GPU tests of staged_nhwc, resnet50 fp16 (heuristics, tuned), tf32
 #   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
@@ -86,6 +87,23 @@ fp32)
         done
     done
     ;;
+nchw)
+    # NCHW input: staged_nhwc (a channels_last copy, then the GEMM) against the NCHW gather.
+    TAILN=4 step tests-staged 300 python -m pytest -q -p no:cacheprovider -n 8 -k "staged or replayed_calls or forward_launchers" \
+        tests/test_conv2d.py tests/test_call_plans.py
+    TAILN=3 step nchw-fp16-heuristics 90 python -m tileconv bench --suite resnet50 --layout nchw \
+        --json "$R/resnet50-float16-nchw-heuristics.json"
+    save
+    for dtype in ${DTYPES:-float16 tf32}; do
+        TAILN=2 step "tune-$dtype-nchw" 120 python -m tileconv tune --suite resnet50 --dtype $dtype --layout nchw
+        [ "$dtype" = float16 ] || TAILN=2 step "tune-seed-$dtype-nchw" 60 python -m tileconv tune --suite seed --dtype $dtype --layout nchw
+        for suite in resnet50 $([ "$dtype" = float16 ] || echo seed); do
+            TAILN=3 step "$suite-$dtype-nchw" 90 python -m tileconv bench --suite $suite --dtype $dtype --layout nchw \
+                --json "$R/$suite-$dtype-nchw.json"
+        done
+        save
+    done
+    ;;
 training)
     TAILN=3 step tune-bwd 120 python -m tileconv tune --suite resnet50 --pass bwd
     save
@@ -119,7 +137,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|training|ddp|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|model|models" >&2
     exit 2
     ;;
 esac

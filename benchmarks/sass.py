@@ -39,7 +39,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
-           "conv2d_depthwise_rows_kernel", "unroll_columns_kernel")
+           "conv2d_depthwise_rows_kernel", "unroll_columns_kernel", "to_channels_last_kernel")
 
 
 class _Recorder:
@@ -98,6 +98,7 @@ def _sass_counts(cubin: bytes) -> dict[str, int]:
     for match in re.finditer(r"\b(" + "|".join(OPS) + r")(?=[ .])", sass):
         counts[match.group(1)] += 1
     counts["STG.128"] = len(re.findall(r"\bSTG\.E\.128\b", sass))
+    counts["LDG.128"] = len(re.findall(r"\bLDG\.E\.128\b", sass))
     return counts
 
 
@@ -105,13 +106,17 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
     """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS.
     ``int64``: compile the kernel's int64-index variant (which the small CPU tensors used
     here would not select), so that it is at least known to compile. ``which``: which of
-    the algorithm's launches to compile where it makes more than one (im2row's copy and GEMM)."""
+    the algorithm's launches to compile where it makes more than one (im2row's and
+    staged_nhwc's copy and GEMM). staged_nhwc runs on the problem's NCHW form."""
     case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped") for c in get_suite(suite)
                 if c.name == case_name)
-    problem = case.problem(torch.float16, "nhwc", "bias_relu", batch=2)
+    layout = "nchw" if algorithm == "staged_nhwc" else "nhwc"
+    problem = case.problem(torch.float16, layout, "bias_relu", batch=2)
     config = default_config(problem, algorithm)
     inputs = random_inputs(problem, "cpu", seed=0)
-    out = torch.empty(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
+    out = torch.empty(problem.output_shape, dtype=problem.dtype)
+    if layout == "nhwc":
+        out = out.contiguous(memory_format=torch.channels_last)
     recorders = {name: _Recorder(getattr(launch, name)) for name in KERNELS}
     saved = {name: getattr(launch, name) for name in KERNELS}
     try:
@@ -119,6 +124,7 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
             setattr(launch, name, recorder)
         launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
                     "grouped_gemm": launch.launch_grouped_gemm, "im2row": launch.launch_im2row,
+                    "staged_nhwc": launch.launch_staged_nhwc,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
                     "depthwise_rows": launch.launch_depthwise_rows}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
@@ -192,6 +198,7 @@ CASES = [
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("im2row", "r50 stem 7x7/2"),
+    ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
 # them here catches type errors in those branches on every CI run.
@@ -220,9 +227,12 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("benchmarks/sass.py compiles real kernels: run it without TRITON_INTERPRET=1", file=sys.stderr)
         return 2
-    rows = [inspect(algorithm, case, which="conv2d_implicit_gemm_kernel" if algorithm == "im2row" else None)
+    two_launches = ("im2row", "staged_nhwc")  # a copy, then the GEMM
+    rows = [inspect(algorithm, case, which="conv2d_implicit_gemm_kernel" if algorithm in two_launches else None)
             for algorithm, case in CASES]
     rows += [inspect("im2row", "r50 stem 7x7/2", int64, which="unroll_columns_kernel") for int64 in (False, True)]
+    rows += [inspect("staged_nhwc", "r50 c64 hw56 k64 3x3/1", int64, which="to_channels_last_kernel")
+             for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)
@@ -230,7 +240,7 @@ def main() -> int:
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0
-    header = ["algorithm", "case", "int64", "shared_bytes", *OPS, "STG.128"]
+    header = ["algorithm", "case", "int64", "kernel", "shared_bytes", *OPS, "LDG.128", "STG.128"]
     print(" | ".join(header))
     for row in rows:
         print(" | ".join(str(row[h]) for h in header))

@@ -417,6 +417,17 @@ CONFIG_CASES = [
          algo="im2row", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
     Case(2, 4, 5, 7, 20, 1, 3, stride=(1, 2), padding=(0, 1), dtype="bf16", layout="nhwc", activation="silu",
          algo="im2row", config=LaunchConfig(64, 32, 16, 8, 4, 1)),
+    # staged_nhwc: the NCHW input copied into channels_last, then the implicit GEMM. fp16
+    # with C = 20 (copy rows padded to 24 channels, a 20-deep slice in 16-wide steps: a
+    # channel tail), stride 2, M tail; strict fp32, C = 36 (the copy tile's channel mask),
+    # dilated, uneven 'same' padding, residual, split-K 2; bf16 1x1 with a tile larger
+    # than the problem and a copy tile larger than the image.
+    Case(2, 20, 9, 11, 24, 3, 3, stride=2, padding=1, dtype="fp16", layout="nchw", bias=True, activation="relu",
+         algo="staged_nhwc", config=LaunchConfig(32, 16, 16, 8, 4, 3)),
+    Case(1, 36, 7, 6, 16, 3, 2, padding="same", dilation=(2, 1), dtype="fp32", layout="nchw", residual=True,
+         algo="staged_nhwc", config=LaunchConfig(16, 16, 16, 2, 4, 2, split_k=2)),
+    Case(2, 16, 3, 5, 20, 1, 1, dtype="bf16", layout="nchw", activation="silu",
+         algo="staged_nhwc", config=LaunchConfig(64, 32, 16, 8, 4, 1)),
     # grouped GEMM: 16 groups of 4 -> 8 channels merged 8 at a time (two merged groups of
     # 32 -> 64), N tile 32 of the merged 64, M tail.
     Case(1, 64, 5, 7, 128, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True,
@@ -627,9 +638,26 @@ def test_int64_index_path(channels: int, groups: int, device: str, seed: int):
     # The rows the stride picks, as a small dense tensor: the same convolution.
     ref = tileconv.conv2d_reference(x[:, :, :: stride[0]], w, None, (1, stride[1]), 0, 1, groups)
     for algo in supported_algorithms(problem):
+        if algo == "staged_nhwc":  # its copy would materialise the broadcast input (34 GB): see below
+            continue
         with tileconv.poison_outputs():
             out = conv2d_problem(problem, x, w, None, None, algo=algo)
         assert_conv_close(out, ref, tolerance(problem), context=f"int64 path, {algo} (seed {seed})")
+
+
+@pytest.mark.parametrize("layout_kind", ["nchw", "spatial_window"])
+def test_staged_nhwc_int64_variant_computes(layout_kind: str, device: str, seed: int, monkeypatch):
+    """staged_nhwc copies its input, so the broadcast trick above would allocate the whole
+    2**31-element tensor: its INT64 variants (copy and GEMM) run here on a small problem
+    instead, forced on; offsets really past 2**31 are the gpu test below."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
+    case = Case(2, 24, 7, 9, 16, 3, 3, padding=1, dtype="fp16", bias=True, algo="staged_nhwc")
+    t = make_inputs(case, device, seed)
+    if layout_kind == "spatial_window":  # the copy's decoded (not flat) pixel offsets
+        t.x = _strided("spatial_window", tuple(t.x.shape), t.x.dtype, device, torch.Generator().manual_seed(seed))
+    check_case(case, device, seed, t)
 
 
 INT64_CASES = [

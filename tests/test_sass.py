@@ -28,10 +28,14 @@ def test_fast_paths_use_hopper_instructions():
         if algorithm == "im2row" and row["kernel"] == "unroll_columns_kernel":  # the copy: wide stores
             assert row["STG.128"] > 0 and row["HGMMA"] == 0, where
             continue
-        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row"):
+        if algorithm == "staged_nhwc" and row["kernel"] == "to_channels_last_kernel":  # wide both ways
+            assert row["LDG.128"] > 0 and row["STG.128"] > 0 and row["LDG.128"] == row["LDG"], where
+            continue
+        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row", "staged_nhwc"):
             assert row["HGMMA"] > 0 and row["HMMA"] == 0, "no wgmma: " + where
+        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row"):  # NHWC output (staged: NCHW)
             assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where
-        if algorithm in ("implicit_gemm", "grouped_gemm", "im2row"):
+        if algorithm in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc"):
             assert row["LDGSTS"] > 0, "operand loads are not cp.async: " + where
         if algorithm == "gemm_1x1":
             assert row["UTMALDG"] > 0, "operand loads are not TMA bulk copies: " + where

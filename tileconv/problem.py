@@ -208,6 +208,19 @@ class ConvProblem:
             padding_end=(self.padding_end[0], 0),
         )
 
+    def staged_channels_last(self) -> ConvProblem:
+        """This convolution read from a channels_last copy of its input (``staged_nhwc``):
+        the same problem with ``layout='nhwc'``; the output keeps the caller's layout (the
+        kernels write it through its strides)."""
+        return replace(self, layout="nhwc")
+
+    @property
+    def staged_channels(self) -> int:
+        """Row length of ``staged_nhwc``'s copy: C rounded up to a multiple of 16 bytes, so
+        that every pixel's channel run starts 16-byte aligned."""
+        per_16_bytes = max(1, 16 // self.itemsize)
+        return -(-self.c // per_16_bytes) * per_16_bytes
+
     def dgrad_as_forward(self) -> ConvProblem | None:
         """The input gradient of this (stride-1) convolution as a forward convolution, or
         None where it is not one.

@@ -145,6 +145,8 @@ def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
         return replace(problem, groups=problem.groups // group_pack_factor(problem))
     if algorithm == "im2row":
         return problem.columns_as_channels()
+    if algorithm == "staged_nhwc":
+        return problem.staged_channels_last()
     return problem
 
 
@@ -226,7 +228,7 @@ def gemm_candidates(
     unique = list(dict.fromkeys(fitted))
     # Stable sort: equal scores keep the base list's (measured) order.
     ranked = sorted(unique, key=lambda config: -_gemm_score(gemm, config, limits))
-    split = _split_k_candidates(gemm, start, limits) if algorithm == "implicit_gemm" else []
+    split = _split_k_candidates(gemm, start, limits) if algorithm in ("implicit_gemm", "staged_nhwc") else []
     return list(dict.fromkeys(ranked[:1] + split + ranked[1:]))
 
 
@@ -268,6 +270,11 @@ def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = 
 def im2row_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """The implicit GEMM's tiles fitted to the unrolled problem (no split-K: its reductions are short)."""
     return gemm_candidates(problem, limits, "im2row")
+
+
+def staged_nhwc_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """The implicit GEMM's tiles (split-K included) fitted to the channels_last problem."""
+    return gemm_candidates(problem, limits, "staged_nhwc")
 
 
 # --------------------------------------------------------------------- CUDA-core kernels
@@ -344,6 +351,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1": gemm_1x1_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "im2row": im2row_candidates,
+    "staged_nhwc": staged_nhwc_candidates,
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
     "direct": direct_candidates,
@@ -358,17 +366,20 @@ def is_thin(problem: ConvProblem) -> bool:
 def algorithms_to_try(problem: ConvProblem) -> list[str]:
     """The algorithms worth measuring on ``problem``, the heuristics' choice first: every
     one that supports it, except a GEMM whose smallest tile would be under 1/16 useful,
-    and ``direct`` (the general CUDA-core kernel) unless the problem is thin. On depthwise
+    ``direct`` (the general CUDA-core kernel) unless the problem is thin, and
+    ``staged_nhwc`` for fewer than 16 channels a group. On depthwise
     problems ``direct`` and ``depthwise`` both race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
     for name, algorithm in ALGORITHMS.items():
         if name == first or algorithm.teaching or algorithm.unsupported_reason(problem) is not None:
             continue
-        if name in ("implicit_gemm", "grouped_gemm", "im2row") and gemm_useful_fraction(problem, name) < 1 / 16:
+        if name in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc") and gemm_useful_fraction(problem, name) < 1 / 16:
             continue
         if name == "direct" and not is_thin(problem):
             continue
+        if name == "staged_nhwc" and problem.c_per_group < MIN_TENSOR_CORE_DIM:
+            continue  # few channels: its GEMM gathers (s, c) slices anyway; im2row unrolls them
         names.append(name)
     return names
 

@@ -40,6 +40,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
         return "im2row"
+    if staging_pays(problem):
+        return "staged_nhwc"
     # Long, wide 1x1 GEMMs: the TMA kernel. Measured on an H200 (2026-11-22, fp16 NHWC):
     # M = K = 4096 at C = 1024 / 4096 took 62.8 / 203 us against the implicit GEMM's
     # 100 / 324; on ResNet-50's 1x1 layers (M <= 6272 at C >= 1024, K <= 2048) it lost
@@ -48,6 +50,25 @@ def choose_algorithm(problem: ConvProblem) -> str:
             and problem.gemm_m >= 4096 and problem.itemsize == 2):
         return "gemm_1x1"
     return "implicit_gemm"
+
+
+# staged_nhwc copies an NCHW input into channels_last (one read and one write of it) so that
+# the GEMM's loads become 16-byte runs. Estimated from H200 runs (2026-11-22/23: ResNet-50's
+# layers in fp16 NCHW, in NHWC, and the copy at ~3.4 TB/s): the copy pays where the GEMM
+# does at least this many FLOPs per input element per byte of it (2*K*R*S / (U*V) per
+# element: 3x3 layers, deep 1x1 layers) and loses on wide, shallow 1x1 layers
+# (c256 hw56 k64: 24 us of GEMM behind a 30 us copy).
+STAGING_FLOPS_PER_INPUT_BYTE = 256
+
+
+def staging_pays(problem: ConvProblem) -> bool:
+    """Whether a dense NCHW problem should run on a channels_last copy of its input
+    (``staged_nhwc``): enough channels for tensor-core slices, and enough FLOPs per input
+    element to hide the copy."""
+    if problem.layout == "nhwc" or problem.c_per_group < MIN_TENSOR_CORE_DIM or problem.k_per_group < MIN_TENSOR_CORE_DIM:
+        return False
+    flops_per_element = 2 * problem.k_per_group * problem.r * problem.s / (problem.stride[0] * problem.stride[1])
+    return flops_per_element >= STAGING_FLOPS_PER_INPUT_BYTE * problem.itemsize
 
 
 def slice_length(problem: ConvProblem, fuse_sc: int) -> int:
@@ -75,6 +96,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         problem = replace(problem, groups=problem.groups // group_pack_factor(problem))
     if algorithm == "im2row":  # the GEMM runs on the unrolled problem
         problem, algorithm = problem.columns_as_channels(), "implicit_gemm"
+    if algorithm == "staged_nhwc":  # the GEMM runs on the channels_last copy
+        problem, algorithm = problem.staged_channels_last(), "implicit_gemm"
     # Few channels per group: reduce over (filter column, channel) so that a K-slice is
     # not mostly padding (the 7x7 stem's 3 channels, the seed's 6).
     fuse_sc = int(problem.c_per_group < MIN_TENSOR_CORE_DIM and problem.s > 1)

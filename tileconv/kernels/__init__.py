@@ -6,6 +6,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
   unrolled into channels by one copy, then the implicit GEMM with 16-byte loads.
+- ``staged_nhwc`` (:mod:`.staged`): a non-channels_last (NCHW) input copied into
+  channels_last by one transposing kernel, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
@@ -52,6 +54,8 @@ from .launch import (
     launch_grouped_gemm,
     launch_im2row,
     launch_implicit_gemm,
+    launch_staged_nhwc,
+    staged_nhwc_unsupported_reason,
 )
 
 Launcher = Callable[..., None]
@@ -101,6 +105,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "few input channels: filter columns unrolled into channels (one copy), then the implicit GEMM",
         launch_im2row,
         im2row_unsupported_reason,
+    ),
+    "staged_nhwc": Algorithm(
+        "staged_nhwc",
+        "NCHW input copied into channels_last (one transposing copy), then the implicit GEMM",
+        launch_staged_nhwc,
+        staged_nhwc_unsupported_reason,
     ),
     "grouped_gemm": Algorithm(
         "grouped_gemm",

@@ -23,6 +23,7 @@ from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
+from .staged import to_channels_last_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
@@ -329,3 +330,39 @@ def launch_im2row(
            BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(unrolled), num_warps=4)
     return launch_implicit_gemm(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, channels),
                                 bias, residual, out, config)
+
+
+STAGED_COPY_TILE = (64, 64)  # to_channels_last_kernel's (pixels, channels) tile
+
+
+def staged_nhwc_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_staged_nhwc` cannot run ``problem`` (None if it can)."""
+    if problem.layout == "nhwc":
+        return "it copies a non-channels_last input into channels_last first: this input is channels_last already"
+    return None
+
+
+def launch_staged_nhwc(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Copy ``x`` into channels_last scratch (:func:`to_channels_last_kernel`), then run the
+    implicit GEMM of :meth:`ConvProblem.staged_channels_last` on the copy with ``config``;
+    ``out`` keeps its layout. Returns the GEMM's compiled kernel."""
+    staged = problem.staged_channels_last()
+    channels = problem.staged_channels
+    copy = scratch((problem.n, problem.h, problem.w, channels), x.dtype, x.device)
+    stride_n, stride_c, stride_h, stride_w = kernel_strides(x)
+    flat = x.stride(3) == 1 and x.stride(2) == problem.w  # a pixel's offset is h*W + w
+    block_p, block_c = STAGED_COPY_TILE
+    launch(to_channels_last_kernel, (cdiv(problem.h * problem.w, block_p), cdiv(problem.c, block_c), problem.n),
+           x, copy, problem.c, problem.h * problem.w, problem.w, stride_n, stride_c, stride_h, stride_w, channels,
+           FLAT=flat, BLOCK_P=block_p, BLOCK_C=block_c, INT64=needs_int64(problem) or copy.numel() >= 2**31,
+           num_warps=4)
+    view = copy[..., : problem.c].permute(0, 3, 1, 2)  # [N, C, H, W] with channels_last strides
+    return launch_implicit_gemm(staged, view, weight, bias, residual, out, config)
