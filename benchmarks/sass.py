@@ -189,6 +189,32 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
             "dtype": TYPES[dtype], "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
+def inspect_ladder(algorithm: str, case_name: str) -> dict:
+    """As :func:`inspect` for a step of the seed's ladder (:mod:`tileconv.kernels.ladder`,
+    launched without the launch cache), in strict fp32 NCHW as the ladder chart runs it:
+    the CUDA-core steps must stay on FFMA (Triton once turned step 2 into a TF32 dot)."""
+    import tileconv.kernels.ladder as ladder
+
+    case = next(c for c in get_suite("seed") if c.name == case_name)
+    problem = case.problem(torch.float32, "nchw", "none", batch=2)
+    config = ladder.ladder_config(problem, algorithm)
+    inputs = random_inputs(problem, "cpu", seed=0)
+    out = torch.empty(problem.output_shape, dtype=problem.dtype)
+    name = {"ladder2_tiled": "conv2d_ladder2_tiled_kernel"}[algorithm]
+    kernel = getattr(ladder, name)
+    recorder = _Recorder(kernel)
+    try:
+        setattr(ladder, name, recorder)
+        getattr(ladder, f"launch_{algorithm}")(problem, inputs.x, inputs.weight, None, None, out, config)
+    finally:
+        setattr(ladder, name, kernel)
+    args, kwargs = recorder.calls[0]
+    source, options = _specialise(kernel, args, dict(kwargs))
+    compiled = triton.compile(source, target=TARGET, options=options)
+    return {"algorithm": algorithm, "case": case_name, "int64": False, "kernel": name, "config": str(config),
+            "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+
+
 CASES = [
     ("implicit_gemm", "seed000"),
     ("implicit_gemm", "r50 c64 hw56 k64 1x1/1"),
@@ -234,6 +260,7 @@ def main() -> int:
     rows += [inspect("staged_nhwc", "r50 c64 hw56 k64 3x3/1", int64, which="to_channels_last_kernel")
              for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
+    rows.append(inspect_ladder("ladder2_tiled", "seed001 c64 hw64 k128"))
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)
              for gradient, case, algorithm, dtype in FORCED_BACKWARD_CASES]

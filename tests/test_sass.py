@@ -39,5 +39,7 @@ def test_fast_paths_use_hopper_instructions():
             assert row["LDGSTS"] > 0, "operand loads are not cp.async: " + where
         if algorithm == "gemm_1x1":
             assert row["UTMALDG"] > 0, "operand loads are not TMA bulk copies: " + where
+        if algorithm == "ladder2_tiled":  # the ladder's CUDA-core step: no tensor cores at all
+            assert row["FFMA"] > 0 and row["HGMMA"] == 0 and row["HMMA"] == 0, where
         if algorithm in ("direct", "depthwise", "depthwise_rows"):
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
