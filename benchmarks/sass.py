@@ -39,7 +39,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
-           "conv2d_depthwise_rows_kernel", "unroll_columns_kernel", "to_channels_last_kernel")
+           "conv2d_depthwise_rows_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "conv1x1_nchw_kernel")
 
 
 class _Recorder:
@@ -107,10 +107,10 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
     ``int64``: compile the kernel's int64-index variant (which the small CPU tensors used
     here would not select), so that it is at least known to compile. ``which``: which of
     the algorithm's launches to compile where it makes more than one (im2row's and
-    staged_nhwc's copy and GEMM). staged_nhwc runs on the problem's NCHW form."""
+    staged_nhwc's copy and GEMM). staged_nhwc and gemm_1x1_nchw run on the problem's NCHW form."""
     case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped") for c in get_suite(suite)
                 if c.name == case_name)
-    layout = "nchw" if algorithm == "staged_nhwc" else "nhwc"
+    layout = "nchw" if algorithm in ("staged_nhwc", "gemm_1x1_nchw") else "nhwc"
     problem = case.problem(torch.float16, layout, "bias_relu", batch=2)
     config = default_config(problem, algorithm)
     inputs = random_inputs(problem, "cpu", seed=0)
@@ -124,7 +124,7 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
             setattr(launch, name, recorder)
         launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
                     "grouped_gemm": launch.launch_grouped_gemm, "im2row": launch.launch_im2row,
-                    "staged_nhwc": launch.launch_staged_nhwc,
+                    "staged_nhwc": launch.launch_staged_nhwc, "gemm_1x1_nchw": launch.launch_gemm_1x1_nchw,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
                     "depthwise_rows": launch.launch_depthwise_rows}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
@@ -225,6 +225,7 @@ CASES = [
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("im2row", "r50 stem 7x7/2"),
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
+    ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
 # them here catches type errors in those branches on every CI run.

@@ -215,6 +215,7 @@ _GPU_CASES = [
     (2, 3, 16, 16, 16, 7, 7, 2, 3, 1, torch.bfloat16, True, True, False, "relu"),  # few channels
     (2, 64, 7, 7, 128, 1, 1, 1, 0, 1, torch.float16, True, True, True, None),
     (2, 32, 12, 12, 64, 3, 3, 1, 1, 1, torch.float16, False, True, True, "relu"),  # NCHW: staged_nhwc's scratch copy
+    (2, 32, 8, 8, 64, 1, 1, 1, 0, 1, torch.float16, False, True, True, None),  # NCHW 1x1: gemm_1x1_nchw
 ]
 
 
@@ -360,7 +361,7 @@ def _aten_ops(call) -> set[str]:
 @pytest.mark.gpu
 @pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
-                                             ("im2row", 1, 32), ("staged_nhwc", 1, 32)])
+                                             ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
@@ -369,10 +370,10 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     from tileconv.functional import conv2d_problem
     from tileconv.kernels import LaunchConfig
 
-    r = 1 if algo == "gemm_1x1" else 3
+    r = 1 if algo.startswith("gemm_1x1") else 3
     c = 3 if algo == "im2row" else 32  # few channels: im2row unrolls 3 x 3 of them into 16
     x = torch.randn(2, c, 10, 10, device="cuda", dtype=torch.float16)
-    if algo != "staged_nhwc":  # it copies an NCHW input into channels_last
+    if algo not in ("staged_nhwc", "gemm_1x1_nchw"):  # NCHW-input algorithms
         x = x.contiguous(memory_format=torch.channels_last)
     weight = torch.randn(k, c // groups, r, r, device="cuda", dtype=torch.float16)
     problem = tileconv.problem_from_arguments(x, weight, None, 1, r // 2, 1, groups)

@@ -419,6 +419,16 @@ CONFIG_CASES = [
          algo="im2row", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
     Case(2, 4, 5, 7, 20, 1, 3, stride=(1, 2), padding=(0, 1), dtype="bf16", layout="nhwc", activation="silu",
          algo="im2row", config=LaunchConfig(64, 32, 16, 8, 4, 1)),
+    # gemm_1x1_nchw: one GEMM per image over its pixels. fp16, C = 20 in 16-wide steps (a
+    # channel tail), K = 24 over 16-wide tiles, 35 pixels over 32-pixel tiles (tails
+    # everywhere), bias, residual, relu; strict fp32, 36 pixels in one 64-pixel tile, C = 40
+    # in 32-wide steps, three images; bf16 with a clamp and a tile taller than K.
+    Case(2, 20, 5, 7, 24, 1, 1, dtype="fp16", layout="nchw", bias=True, residual=True, activation="relu",
+         algo="gemm_1x1_nchw", config=LaunchConfig(32, 16, 16, 8, 4, 2)),
+    Case(3, 40, 6, 6, 16, 1, 1, dtype="fp32", layout="nchw", residual=True, activation="silu",
+         algo="gemm_1x1_nchw", config=LaunchConfig(64, 16, 32, 8, 4, 3)),
+    Case(1, 16, 4, 4, 8, 1, 1, dtype="bf16", layout="nchw", activation=("clamp", -0.5, 0.5),
+         algo="gemm_1x1_nchw", config=LaunchConfig(16, 32, 16, 1, 4, 1)),
     # staged_nhwc: the NCHW input copied into channels_last, then the implicit GEMM. fp16
     # with C = 20 (copy rows padded to 24 channels, a 20-deep slice in 16-wide steps: a
     # channel tail), stride 2, M tail; strict fp32, C = 36 (the copy tile's channel mask),
@@ -509,6 +519,8 @@ STRIDED_KINDS = ["channel_slice", "spatial_window", "transposed_hw", "nhwc_permu
 STRIDED_BASES = with_each_algorithm([
     Case(2, 6, 7, 9, 8, 3, 3, stride=(2, 1), padding=1, dtype="fp16", activation="relu", bias=True, residual=True),
     Case(2, 6, 7, 9, 12, 3, 3, padding=1, groups=6, dtype="fp32", bias=True, residual=True),
+    # 1x1: gemm_1x1_nchw reads flat pixel rows where the view has them, else decodes them
+    Case(2, 16, 5, 7, 16, 1, 1, dtype="fp16", activation="relu", bias=True, residual=True),
 ])
 
 

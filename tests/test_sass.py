@@ -31,11 +31,12 @@ def test_fast_paths_use_hopper_instructions():
         if algorithm == "staged_nhwc" and row["kernel"] == "to_channels_last_kernel":  # wide both ways
             assert row["LDG.128"] > 0 and row["STG.128"] > 0 and row["LDG.128"] == row["LDG"], where
             continue
-        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row", "staged_nhwc"):
+        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row", "staged_nhwc", "gemm_1x1_nchw"):
             assert row["HGMMA"] > 0 and row["HMMA"] == 0, "no wgmma: " + where
-        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row"):  # NHWC output (staged: NCHW)
+        # NHWC outputs, and gemm_1x1_nchw's pixel rows (staged_nhwc's NCHW output is a gather)
+        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row", "gemm_1x1_nchw"):
             assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where
-        if algorithm in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc"):
+        if algorithm in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc", "gemm_1x1_nchw"):
             assert row["LDGSTS"] > 0, "operand loads are not cp.async: " + where
         if algorithm == "gemm_1x1":
             assert row["UTMALDG"] > 0, "operand loads are not TMA bulk copies: " + where

@@ -253,7 +253,7 @@ def test_candidates_respect_the_constraints(limits):
                 assert _is_pow2(value), where
             # Rule-decided fields stay the heuristics' (only tile fields are tuned).
             assert config.fuse_sc == default_config(problem, name).fuse_sc, where
-            if name in ("implicit_gemm", "grouped_gemm", "gemm_1x1", "im2row", "staged_nhwc"):  # tensor-core GEMMs
+            if name in ("implicit_gemm", "grouped_gemm", "gemm_1x1", "im2row", "staged_nhwc", "gemm_1x1_nchw"):  # GEMMs
                 gemm = gemm_problem(problem, name)
                 assert config.block_n <= max(16, triton.next_power_of_2(gemm.k_per_group)), where
                 assert config.block_k <= max(16, triton.next_power_of_2(reduction_slice(gemm, config))), where

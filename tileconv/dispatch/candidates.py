@@ -272,6 +272,11 @@ def im2row_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) 
     return gemm_candidates(problem, limits, "im2row")
 
 
+def gemm_1x1_nchw_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """The implicit GEMM's tiles (block_m over one image's pixels), without split-K."""
+    return gemm_candidates(problem, limits, "gemm_1x1_nchw")
+
+
 def staged_nhwc_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """The implicit GEMM's tiles (split-K included) fitted to the channels_last problem."""
     return gemm_candidates(problem, limits, "staged_nhwc")
@@ -349,6 +354,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "implicit_gemm": implicit_gemm_candidates,
     # The TMA GEMM has the same tiles and shared-memory ring as the implicit GEMM.
     "gemm_1x1": gemm_1x1_candidates,
+    "gemm_1x1_nchw": gemm_1x1_nchw_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "im2row": im2row_candidates,
     "staged_nhwc": staged_nhwc_candidates,
@@ -374,7 +380,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     for name, algorithm in ALGORITHMS.items():
         if name == first or algorithm.teaching or algorithm.unsupported_reason(problem) is not None:
             continue
-        if name in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc") and gemm_useful_fraction(problem, name) < 1 / 16:
+        if (name in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc", "gemm_1x1_nchw")
+                and gemm_useful_fraction(problem, name) < 1 / 16):
             continue
         if name == "direct" and not is_thin(problem):
             continue

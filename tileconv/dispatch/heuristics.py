@@ -13,7 +13,12 @@ import triton
 from .._runtime import INTERPRET
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
-from ..kernels.launch import gemm_1x1_unsupported_reason, group_pack_factor, im2row_unsupported_reason
+from ..kernels.launch import (
+    gemm_1x1_nchw_unsupported_reason,
+    gemm_1x1_unsupported_reason,
+    group_pack_factor,
+    im2row_unsupported_reason,
+)
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -40,6 +45,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
         return "im2row"
+    if nchw_gemm_fits(problem):
+        return "gemm_1x1_nchw"
     if staging_pays(problem):
         return "staged_nhwc"
     # Long, wide 1x1 GEMMs: the TMA kernel. Measured on an H200 (2026-11-22, fp16 NHWC):
@@ -59,6 +66,15 @@ def choose_algorithm(problem: ConvProblem) -> str:
 # element: 3x3 layers, deep 1x1 layers) and loses on wide, shallow 1x1 layers
 # (c256 hw56 k64: 24 us of GEMM behind a 30 us copy).
 STAGING_FLOPS_PER_INPUT_BYTE = 256
+
+
+def nchw_gemm_fits(problem: ConvProblem) -> bool:
+    """Whether a 1x1 stride-1 NCHW problem should run as one GEMM per image
+    (``gemm_1x1_nchw``): tensor-core-sized channels, and each channel's pixel row a
+    multiple of 16 bytes, so that its loads and stores are 16 bytes wide (ResNet-50's
+    56x56 and 28x28 layers; its 14x14 and 7x7 ones are not, and stage instead)."""
+    return (gemm_1x1_nchw_unsupported_reason(problem) is None and problem.c >= MIN_TENSOR_CORE_DIM
+            and problem.k >= MIN_TENSOR_CORE_DIM and problem.h * problem.w * problem.itemsize % 16 == 0)
 
 
 def staging_pays(problem: ConvProblem) -> bool:

@@ -4,6 +4,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
 - ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
+- ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
+  per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
   unrolled into channels by one copy, then the implicit GEMM with 16-byte loads.
 - ``staged_nhwc`` (:mod:`.staged`): a non-channels_last (NCHW) input copied into
@@ -44,6 +46,7 @@ from .ladder import (
 from .launch import (
     depthwise_rows_unsupported_reason,
     depthwise_unsupported_reason,
+    gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     im2row_unsupported_reason,
@@ -51,6 +54,7 @@ from .launch import (
     launch_depthwise_rows,
     launch_direct,
     launch_gemm_1x1,
+    launch_gemm_1x1_nchw,
     launch_grouped_gemm,
     launch_im2row,
     launch_implicit_gemm,
@@ -99,6 +103,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "1x1 stride-1 NHWC convolution as a GEMM fed by bulk tensor copies (TMA)",
         launch_gemm_1x1,
         gemm_1x1_unsupported_reason,
+    ),
+    "gemm_1x1_nchw": Algorithm(
+        "gemm_1x1_nchw",
+        "1x1 stride-1 NCHW convolution as one GEMM per image over its contiguous pixels",
+        launch_gemm_1x1_nchw,
+        gemm_1x1_nchw_unsupported_reason,
     ),
     "im2row": Algorithm(
         "im2row",

@@ -21,6 +21,7 @@ from .direct import conv2d_direct_kernel
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel
+from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .staged import to_channels_last_kernel
@@ -156,6 +157,62 @@ def launch_gemm_1x1(
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
         **dot_constexprs(problem),
         INT64=needs_int64(problem),
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+MAX_GRID_Y = 65535  # CUDA's limit on a grid's second axis
+
+
+def gemm_1x1_nchw_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_gemm_1x1_nchw` cannot run ``problem`` (None if it can)."""
+    if (problem.r, problem.s) != (1, 1) or problem.stride != (1, 1):
+        return "it needs a 1x1 filter with stride 1"
+    if problem.padding != (0, 0) or problem.padding_end != (0, 0):
+        return "it needs padding 0"
+    if problem.groups != 1:
+        return "it needs groups=1"
+    if problem.layout == "nhwc":
+        return "it reads each image's channels as rows of contiguous pixels: it needs an NCHW input"
+    if problem.n > MAX_GRID_Y:
+        return f"it runs one grid row per image: it needs a batch of at most {MAX_GRID_Y}"
+    return None
+
+
+def _pixels_flat(t: torch.Tensor) -> bool:
+    """Whether pixel p = h*W + w of every (n, c) plane of ``t`` sits at offset p."""
+    _, _, h, w = t.shape
+    return (w == 1 or t.stride(3) == 1) and (h == 1 or t.stride(2) == w)
+
+
+def launch_gemm_1x1_nchw(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv1x1_nchw_kernel`: one GEMM per image over its contiguous pixels. An
+    output whose pixels are not contiguous (never an output tileconv allocates) runs on the
+    implicit GEMM instead, with the same result."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: gemm_1x1_nchw has no split-K (use implicit_gemm)")
+    if not _pixels_flat(out):
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+    res = residual if residual is not None else out
+    stride_wk, stride_wc = kernel_strides(weight)[:2]
+    pixels = problem.h * problem.w
+    grid = (cdiv(pixels, config.block_m) * cdiv(problem.k, config.block_n), problem.n)
+    return launch(conv1x1_nchw_kernel, grid,
+        x, weight, out, bias if bias is not None else out, res,
+        problem.k, problem.c, pixels, problem.w,
+        *kernel_strides(x), stride_wk, stride_wc, *kernel_strides(out)[:2],
+        *kernel_strides(res), problem.epilogue.activation.alpha, problem.epilogue.activation.beta,
+        ACTIVATION=problem.epilogue.activation.code, HAS_BIAS=bias is not None, HAS_RESIDUAL=residual is not None,
+        X_FLAT=_pixels_flat(x), BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        GROUP_M=config.group_m, **dot_constexprs(problem), INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
