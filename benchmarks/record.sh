@@ -88,8 +88,9 @@ fp32)
     done
     ;;
 nchw)
-    # NCHW input: staged_nhwc (a channels_last copy, then the GEMM) against the NCHW gather.
-    TAILN=4 step tests-staged 300 python -m pytest -q -p no:cacheprovider -n 8 -k "staged or replayed_calls or forward_launchers" \
+    # NCHW input: staged_nhwc (a channels_last copy, then the GEMM) and gemm_1x1_nchw against the NCHW gather.
+    TAILN=4 step tests-nchw 300 python -m pytest -q -p no:cacheprovider -n 8 \
+        -k "${TESTS:-staged or gemm_1x1_nchw or replayed_calls or forward_launchers}" \
         tests/test_conv2d.py tests/test_call_plans.py
     TAILN=3 step nchw-fp16-heuristics 90 python -m tileconv bench --suite resnet50 --layout nchw \
         --json "$R/resnet50-float16-nchw-heuristics.json"
