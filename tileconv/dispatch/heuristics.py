@@ -74,8 +74,8 @@ def nchw_gemm_fits(problem: ConvProblem) -> bool:
     multiple of 16 bytes, so that its loads and stores are 16 bytes wide (ResNet-50's
     56x56 and 28x28 layers; its 14x14 and 7x7 ones are not, and stage instead). 16-bit
     types only: wgmma reads a pixel-major A operand for them, not for TF32, and tuning on
-    an H200 (2026-11-23) picked it for 7 of ResNet-50's 8 such fp16 layers (1x1 rows 0.54x-0.78x
-    cuDNN -> 0.74x-1.16x) but for 2 of its TF32 ones."""
+    an H200 (2026-11-23) picked it for all 7 of ResNet-50's fp16 layers this rule takes
+    (their rows 0.54x-0.78x cuDNN -> 0.74x-1.16x) but for 2 of the 10 TF32 ones it would."""
     return (problem.itemsize == 2 and gemm_1x1_nchw_unsupported_reason(problem) is None
             and problem.c >= MIN_TENSOR_CORE_DIM
             and problem.k >= MIN_TENSOR_CORE_DIM and problem.h * problem.w * problem.itemsize % 16 == 0)
