@@ -114,14 +114,22 @@ def launch_implicit_gemm(
     return compiled
 
 
-def gemm_1x1_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_gemm_1x1` cannot run ``problem`` (None if it can)."""
+def _plain_gemm_reason(problem: ConvProblem) -> str | None:
+    """Why ``problem`` is not a plain GEMM over pixels (a dense, 1x1, stride-1, unpadded
+    convolution), the condition of both 1x1 GEMM kernels; None if it is one."""
     if (problem.r, problem.s) != (1, 1) or problem.stride != (1, 1):
         return "it needs a 1x1 filter with stride 1"
     if problem.padding != (0, 0) or problem.padding_end != (0, 0):
         return "it needs padding 0"
     if problem.groups != 1:
         return "it needs groups=1"
+    return None
+
+
+def gemm_1x1_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_gemm_1x1` cannot run ``problem`` (None if it can)."""
+    if (reason := _plain_gemm_reason(problem)) is not None:
+        return reason
     if problem.layout != "nhwc":
         return "it reads the input as an (N*H*W, C) matrix: it needs channels_last"
     if (problem.c * problem.itemsize) % 16:
@@ -166,12 +174,8 @@ MAX_GRID_Y = 65535  # CUDA's limit on a grid's second axis
 
 def gemm_1x1_nchw_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_gemm_1x1_nchw` cannot run ``problem`` (None if it can)."""
-    if (problem.r, problem.s) != (1, 1) or problem.stride != (1, 1):
-        return "it needs a 1x1 filter with stride 1"
-    if problem.padding != (0, 0) or problem.padding_end != (0, 0):
-        return "it needs padding 0"
-    if problem.groups != 1:
-        return "it needs groups=1"
+    if (reason := _plain_gemm_reason(problem)) is not None:
+        return reason
     if problem.layout == "nhwc":
         return "it reads each image's channels as rows of contiguous pixels: it needs an NCHW input"
     if problem.n > MAX_GRID_Y:
