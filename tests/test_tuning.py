@@ -360,6 +360,28 @@ def test_tune_never_keeps_a_wrong_or_failing_candidate_and_picks_the_fastest(dev
     assert (stored["algorithm"], stored["config"]) == ("implicit_gemm", fast.to_dict())
 
 
+def test_near_equal_candidates_are_timed_again_and_the_best_median_wins(device, monkeypatch):
+    """One reading each put `second` 2% ahead of `first`; both are timed twice more, taking
+    turns, and `first` wins on its median. A candidate 10% behind is not timed again."""
+    first = LaunchConfig(block_m=32, block_n=16, block_k=16, num_warps=4, num_stages=2)
+    second = LaunchConfig(block_m=64, block_n=16, block_k=16, num_warps=4, num_stages=2)
+    third = LaunchConfig(block_m=16, block_n=16, block_k=16, num_warps=4, num_stages=2)
+    listed = [("implicit_gemm", first), ("implicit_gemm", second), ("implicit_gemm", third)]
+    monkeypatch.setattr(tune_module, "candidates", lambda problem, limits, max_candidates: listed)
+    # first pass: first, second, third; then two rounds of (second, first): fastest first
+    injected = iter([1.00, 0.98, 1.08, 1.05, 0.90, 1.04, 0.91])
+    timed = []
+
+    def timer(fn) -> float:
+        timed.append(fn)
+        return next(injected)
+
+    (result,) = tileconv.tune([SMALL], device=device, timer=timer, progress=False)
+    assert (result.algorithm, result.config) == ("implicit_gemm", first)
+    assert result.time_ms == 0.91 and result.default_ms == 1.00  # median of 1.00, 0.90, 0.91
+    assert len(timed) == 7 and timed[3] is timed[5] and timed[4] is timed[6] and timed[3] is not timed[4]
+
+
 def test_tune_with_no_correct_candidate_stores_nothing(device, monkeypatch):
     monkeypatch.setitem(ALGORITHMS, "zeros", Algorithm("zeros", "writes zeros", _fill_zeros, lambda p: None))
     monkeypatch.setattr(tune_module, "candidates", lambda problem, limits, max_candidates: [("zeros", LaunchConfig())])

@@ -39,6 +39,7 @@ from .heuristics import choose_backward_algorithm, default_backward_config
 from .tune import (
     Timer,
     TuneResult,
+    _confirm,
     _describe_error,
     _device_context,
     _resolve_device,
@@ -135,6 +136,7 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
     tol = tolerance(problem, problem.k_per_group * problem.r * problem.s if need_x else problem.gemm_m)
     operand = inputs.weight if need_x else inputs.x
     out = _gradient_buffer(problem, gradient, device)
+    launches = {}
     for index, config in enumerate(backward_candidates(problem, algorithm.name, gradient, max_candidates)):
         def launch(config=config) -> None:
             launcher(problem, grad, operand, out, config)
@@ -150,13 +152,15 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
         if why is not None:
             result.rejected.append((config, why))
             continue
+        launches[len(result.timings)] = launch
         result.timings.append((config, ms))
         if index == 0:
             result.default_ms = ms
     if not result.timings:
         result.message = "; ".join(f"{c}: {why}" for c, why in result.rejected[:3]) or "no candidate"
         return result
-    result.config, result.time_ms = min(result.timings, key=lambda timing: timing[1])
+    _, result.config, result.time_ms = _confirm([(algorithm.name, config, ms) for config, ms in result.timings],
+                                                launches, timer)
     result.status = "tuned"
     return result
 
