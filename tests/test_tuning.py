@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -358,6 +359,17 @@ def test_tune_never_keeps_a_wrong_or_failing_candidate_and_picks_the_fastest(dev
     assert "wrong result" in reasons["zeros"] and "out of resource" in reasons["raises"]
     stored = cache.load()[result.key]
     assert (stored["algorithm"], stored["config"]) == ("implicit_gemm", fast.to_dict())
+
+
+def test_nchw_rules_pick_only_what_can_run():
+    """The NCHW paths (gemm_1x1_nchw, staged_nhwc) need one grid row or plane per image:
+    past 65535 images the heuristics fall back to the implicit GEMM instead of an error."""
+    for r in (1, 3):
+        small = ConvProblem(32, 64, 28, 28, 256, r, r, padding=(r // 2, r // 2), layout="nchw")
+        large = replace(small, n=70000)
+        assert choose_algorithm(small) == ("gemm_1x1_nchw" if r == 1 else "staged_nhwc")
+        assert choose_algorithm(large) == "implicit_gemm"
+        assert choose_algorithm(replace(small, layout="nhwc")) != choose_algorithm(small)
 
 
 def test_near_equal_candidates_are_timed_again_and_the_best_median_wins(device, monkeypatch):

@@ -18,6 +18,7 @@ from ..kernels.launch import (
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     im2row_unsupported_reason,
+    staged_nhwc_unsupported_reason,
 )
 from ..problem import ConvProblem
 
@@ -88,7 +89,8 @@ def staging_pays(problem: ConvProblem) -> bool:
     """Whether a dense NCHW problem should run on a channels_last copy of its input
     (``staged_nhwc``): enough channels for tensor-core slices, and enough FLOPs per input
     element to hide the copy."""
-    if problem.layout == "nhwc" or problem.c_per_group < MIN_TENSOR_CORE_DIM or problem.k_per_group < MIN_TENSOR_CORE_DIM:
+    if (staged_nhwc_unsupported_reason(problem) is not None or problem.c_per_group < MIN_TENSOR_CORE_DIM
+            or problem.k_per_group < MIN_TENSOR_CORE_DIM):
         return False
     flops_per_element = 2 * problem.k_per_group * problem.r * problem.s / (problem.stride[0] * problem.stride[1])
     return flops_per_element >= STAGING_FLOPS_PER_INPUT_BYTE * problem.itemsize

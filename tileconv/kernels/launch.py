@@ -169,7 +169,7 @@ def launch_gemm_1x1(
     )
 
 
-MAX_GRID_Y = 65535  # CUDA's limit on a grid's second axis
+MAX_GRID_Y = 65535  # CUDA's limit on a grid's second and third axes
 
 
 def gemm_1x1_nchw_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -400,6 +400,8 @@ def staged_nhwc_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_staged_nhwc` cannot run ``problem`` (None if it can)."""
     if problem.layout == "nhwc":
         return "it copies a non-channels_last input into channels_last first: this input is channels_last already"
+    if problem.n > MAX_GRID_Y:
+        return f"its copy runs one grid plane per image: it needs a batch of at most {MAX_GRID_Y}"
     return None
 
 
