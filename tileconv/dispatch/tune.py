@@ -300,7 +300,7 @@ def _tune_one(
     del reference
 
     out = _empty_output(problem, device)
-    launches: dict[int, Callable[[], None]] = {}
+    launches: list[Callable[[], None]] = []  # launches[i] ran result.timings[i]
     for index, cand in enumerate(correct):
         if index >= MIN_TIMED and time.perf_counter() - start > max_seconds:
             result.skipped = len(correct) - index
@@ -320,7 +320,7 @@ def _tune_one(
         if not math.isfinite(ms) or ms <= 0:
             result.rejected.append(Rejected(cand.algorithm, cand.config, f"timer returned {ms!r}"))
             continue
-        launches[len(result.timings)] = launch
+        launches.append(launch)
         result.timings.append((cand.algorithm, cand.config, ms))
         if cand is cands[0]:
             result.default_ms = ms
@@ -338,9 +338,10 @@ def _tune_one(
     return result
 
 
-def _confirm(timings: list[tuple[str, LaunchConfig, float]], launches: dict[int, Callable[[], None]],
+def _confirm(timings: list[tuple[str, LaunchConfig, float]], launches: list[Callable[[], None]],
              timer: Timer) -> tuple[str, LaunchConfig, float]:
-    """The winner among ``timings`` (one reading each): the candidates within
+    """The winner among ``timings`` (one reading each, taken by running ``launches``, in
+    the same order): the candidates within
     CONFIRM_MARGIN of the fastest (at most CONFIRM_MAX) are timed CONFIRM_ROUNDS more times,
     taking turns so that drift hits them alike, and the best median wins."""
     order = sorted(range(len(timings)), key=lambda i: timings[i][2])

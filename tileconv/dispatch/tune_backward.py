@@ -136,7 +136,7 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
     tol = tolerance(problem, problem.k_per_group * problem.r * problem.s if need_x else problem.gemm_m)
     operand = inputs.weight if need_x else inputs.x
     out = _gradient_buffer(problem, gradient, device)
-    launches = {}
+    launches = []  # launches[i] ran result.timings[i]
     for index, config in enumerate(backward_candidates(problem, algorithm.name, gradient, max_candidates)):
         def launch(config=config) -> None:
             launcher(problem, grad, operand, out, config)
@@ -152,7 +152,7 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
         if why is not None:
             result.rejected.append((config, why))
             continue
-        launches[len(result.timings)] = launch
+        launches.append(launch)
         result.timings.append((config, ms))
         if index == 0:
             result.default_ms = ms

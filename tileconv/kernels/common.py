@@ -94,18 +94,34 @@ def store_output_tile(
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
 ):
-    """The fused epilogue shared by every forward kernel: + bias, + residual, activation,
-    cast to the output dtype, one masked store. All arithmetic is on the fp32 tile."""
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + k_idx, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    """The fused epilogue shared by every forward kernel: + bias, + residual, activation
+    (:func:`epilogue`), cast to the output dtype, one masked store."""
+    acc = epilogue(acc, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, k_idx, mask_n,
+                   stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
     mask_out = mask_m[:, None] & mask_n[None, :]
-    if HAS_RESIDUAL:
-        res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (
-            k_idx * stride_rk
-        )[None, :]
-        acc += tl.load(res_ptr + res_offs, mask=mask_out, other=0.0).to(tl.float32)
-    acc = apply_activation(acc, ACTIVATION, alpha, beta)
     out_offs = (n_idx * stride_on + p_idx * stride_op + q_idx * stride_oq)[:, None] + (
         k_idx * stride_ok
     )[None, :]
     tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_out)
+
+
+@triton.jit
+def epilogue(
+    acc,  # [BLOCK_M, BLOCK_N] fp32 convolution result
+    bias_ptr, res_ptr,  # bias [K] (read only if HAS_BIAS), residual (read only if HAS_RESIDUAL)
+    n_idx, p_idx, q_idx, mask_m,  # [BLOCK_M] output pixel coordinates (n may be one scalar) and validity
+    k_idx, mask_n,  # [BLOCK_N] output channels (over all K) and validity
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+):
+    """activation(acc + bias + residual) on the fp32 tile: the epilogue's arithmetic, for
+    kernels that store the tile their own way (:func:`store_output_tile` is the usual one)."""
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + k_idx, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+    if HAS_RESIDUAL:
+        res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (
+            k_idx * stride_rk
+        )[None, :]
+        acc += tl.load(res_ptr + res_offs, mask=mask_m[:, None] & mask_n[None, :], other=0.0).to(tl.float32)
+    return apply_activation(acc, ACTIVATION, alpha, beta)

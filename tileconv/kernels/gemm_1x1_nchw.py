@@ -13,14 +13,15 @@ operand, which wgmma reads for 16-bit types). Shallow 1x1 layers (ResNet-50's 64
 512-channel ones) are where this matters: a channels_last copy first (``staged_nhwc``)
 costs more than their GEMM (H200, 2026-11-23: 0.54x-0.78x cuDNN either way).
 
-The epilogue is the shared one's arithmetic (bias, residual, activation) with the store
-along the pixels; the output is a contiguous NCHW tensor (the launcher's rule).
+The epilogue is the shared one (:func:`tileconv.kernels.common.epilogue`: bias, residual,
+activation) with the store along the pixels; the output's pixels are contiguous (the
+launcher's rule).
 """
 
 import triton
 import triton.language as tl
 
-from .common import apply_activation, swizzle_tile
+from .common import epilogue, swizzle_tile
 
 
 # PIXELS is specialised (Triton notes whether it is a multiple of 16): the pixel mask is
@@ -85,13 +86,9 @@ def conv1x1_nchw_kernel(
             b = b.to(tl.float32)
         acc = tl.dot(tl.trans(a), b, acc, input_precision=DOT_PRECISION)
 
-    # The shared epilogue's arithmetic (kernels.common.store_output_tile), stored along the pixels.
+    # The shared epilogue, stored along the pixels.
+    acc = epilogue(acc, bias_ptr, res_ptr, image, row, column, mask_p, offs_k, mask_k,
+                   stride_rn, stride_rk, stride_rh, stride_rw, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
     mask = mask_p[:, None] & mask_k[None, :]
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs_k, mask=mask_k, other=0.0).to(tl.float32)[None, :]
-    if HAS_RESIDUAL:
-        res_offs = (image * stride_rn + row * stride_rh + column * stride_rw)[:, None] + (offs_k * stride_rk)[None, :]
-        acc += tl.load(res_ptr + res_offs, mask=mask, other=0.0).to(tl.float32)
-    acc = apply_activation(acc, ACTIVATION, alpha, beta)
     out_offs = image * stride_on + (offs_k * stride_ok)[None, :] + offs_p[:, None]
     tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import cdiv, kernel_strides
+from .._runtime import INT32_LIMIT, cdiv, kernel_strides
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
@@ -421,11 +421,10 @@ def launch_staged_nhwc(
     channels = problem.staged_channels
     copy = scratch((problem.n, problem.h, problem.w, channels), x.dtype, x.device)
     stride_n, stride_c, stride_h, stride_w = kernel_strides(x)
-    flat = x.stride(3) == 1 and x.stride(2) == problem.w  # a pixel's offset is h*W + w
     block_p, block_c = STAGED_COPY_TILE
     launch(to_channels_last_kernel, (cdiv(problem.h * problem.w, block_p), cdiv(problem.c, block_c), problem.n),
            x, copy, problem.c, problem.h * problem.w, problem.w, stride_n, stride_c, stride_h, stride_w, channels,
-           FLAT=flat, BLOCK_P=block_p, BLOCK_C=block_c, INT64=needs_int64(problem) or copy.numel() >= 2**31,
-           num_warps=4)
+           FLAT=_pixels_flat(x), BLOCK_P=block_p, BLOCK_C=block_c,
+           INT64=needs_int64(problem) or copy.numel() >= INT32_LIMIT, num_warps=4)
     view = copy[..., : problem.c].permute(0, 3, 1, 2)  # [N, C, H, W] with channels_last strides
     return launch_implicit_gemm(staged, view, weight, bias, residual, out, config)
