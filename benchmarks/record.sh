@@ -9,6 +9,8 @@
 #   bash benchmarks/record.sh nchw       NCHW input: GPU tests of staged_nhwc, resnet50 fp16 (heuristics, tuned), tf32
 #   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
+#   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
+#                                        Nsight Compute on the depthwise rows whose name contains case)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -122,6 +124,29 @@ ddp)
         --steps 200 --batch 16 --single "$R/train.json" --json "$R/ddp.json"
     save
     ;;
+direct)
+    # The CUDA-core suites of issue 5: fp16 NHWC, then seed003 in fp32 NCHW too.
+    TAILN=3 step dw-heuristics 90 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json"
+    save
+    TAILN=2 step tune-direct 200 python -m tileconv tune --suite depthwise
+    TAILN=2 step tune-grouped 100 python -m tileconv tune --suite grouped
+    TAILN=2 step tune-seed003 60 python -m tileconv tune --suite seed --case seed003
+    TAILN=2 step tune-seed003-fp32 60 python -m tileconv tune --suite seed --case seed003 --dtype float32 --layout nchw
+    save
+    TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
+    TAILN=3 step grouped 60 python -m tileconv bench --suite grouped --json "$R/grouped.json"
+    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
+    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
+        --json "$R/seed003-float32-nchw.json"
+    save
+    for case in ${NCU:-}; do  # "_" stands for a space: NCU="hw56/1 dw7x7_c96"
+        case=${case//_/ }
+        TAILN=40 step "ncu-${case// /_}" 120 ncu --launch-skip 3 --launch-count 1 -k "regex:depthwise|direct" \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            python -m tileconv bench --suite depthwise --case "$case" --repeat 1
+    done
+    save
+    ;;
 model)
     # max-autotune compiles for ~4 minutes a model; the tuning cache (forward tuned) makes tileconv's set-up short.
     for batch in ${BATCHES:-32 1}; do  # BATCHES="1" picks
@@ -138,7 +163,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|direct|model|models" >&2
     exit 2
     ;;
 esac

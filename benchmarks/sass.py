@@ -39,7 +39,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
-           "conv2d_depthwise_rows_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "conv1x1_nchw_kernel")
+           "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "conv1x1_nchw_kernel")
 
 
 class _Recorder:
@@ -126,7 +126,8 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
                     "grouped_gemm": launch.launch_grouped_gemm, "im2row": launch.launch_im2row,
                     "staged_nhwc": launch.launch_staged_nhwc, "gemm_1x1_nchw": launch.launch_gemm_1x1_nchw,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
-                    "depthwise_rows": launch.launch_depthwise_rows}[algorithm]
+                    "depthwise_rows": launch.launch_depthwise_rows,
+                    "depthwise_toeplitz": launch.launch_depthwise_toeplitz}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
     finally:
         for name, kernel in saved.items():
@@ -222,6 +223,7 @@ CASES = [
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
+    ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("im2row", "r50 stem 7x7/2"),
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
@@ -235,6 +237,7 @@ INT64_CASES = [
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
+    ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
 ]
 # The backward kernels, dense and depthwise, compiled in both index widths.
 BACKWARD_CASES = [

@@ -456,6 +456,18 @@ CONFIG_CASES = [
     # depthwise: 1-pixel-wide rows (width 1), multiplier 3, dilated, NCHW.
     Case(2, 4, 9, 8, 12, 3, 3, padding=2, dilation=2, groups=4, dtype="bf16", activation="sigmoid",
          algo="depthwise", config=LaunchConfig(8, 8, 1, 8, 2, 1)),
+    # depthwise_toeplitz: 16-row tiles over N*P = 2*7 rows (a tile spans both images), 16
+    # columns over 9 (tail), 2-channel batches over K = 6 (multiplier 2, tail); row stride 2,
+    # column dilation 2 (a sparser band); the whole epilogue.
+    Case(2, 3, 13, 9, 6, 5, 5, stride=(2, 1), padding=(2, 4), dilation=(1, 2), groups=3, dtype="fp16",
+         layout="nhwc", bias=True, residual=True, activation="relu", algo="depthwise_toeplitz",
+         config=LaunchConfig(16, 2, 16, 8, 1, 1)),
+    # ... strict fp32 (tf32x3 dots) in NCHW, column stride 2 (16 columns read 35 -> 64), 7x3.
+    Case(1, 4, 9, 20, 4, 7, 3, stride=(1, 2), padding=(3, 1), groups=4, dtype="fp32", layout="nchw",
+         activation="silu", algo="depthwise_toeplitz", config=LaunchConfig(16, 4, 16, 8, 1, 1)),
+    # ... bf16 (multiplied in fp32 under the interpreter), 32 columns, one-row filter.
+    Case(2, 8, 3, 21, 8, 1, 9, padding=(0, 4), groups=8, dtype="bf16", layout="nhwc", residual=True,
+         algo="depthwise_toeplitz", config=LaunchConfig(16, 8, 32, 8, 2, 1)),
     # The seed's ladder (kernels/ladder.py). Steps 0 and 1: one channel per program (their
     # GPU config) with a pixel tile larger than the problem; 4-channel tiles cutting across
     # groups (K/g = 6) with an M tail.

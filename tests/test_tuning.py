@@ -281,7 +281,9 @@ def test_which_algorithms_race():
     for depthwise in (case.problem() for case in get_suite("depthwise")):
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)
         rows = ["depthwise_rows"] if (depthwise.r, depthwise.stride[0]) == (3, 1) else []  # 3x3, rows streamed
-        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows]), depthwise.describe()
+        banded = ["depthwise_toeplitz"] if depthwise.s >= 5 else []  # 7x7 and up: the tensor-core kernel
+        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded]), \
+            depthwise.describe()
     stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row)
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels
     for problem, expected in ((stem, {"im2row", "implicit_gemm", "direct"}),

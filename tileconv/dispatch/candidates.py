@@ -35,7 +35,7 @@ import torch
 import triton
 
 from ..kernels import ALGORITHMS, LaunchConfig
-from ..kernels.launch import group_pack_factor
+from ..kernels.launch import MAX_TOEPLITZ_REACH, group_pack_factor, toeplitz_reach
 from ..problem import ConvProblem
 from .heuristics import MIN_TENSOR_CORE_DIM, choose_algorithm, default_config, reduction_steps, slice_length
 
@@ -348,6 +348,35 @@ def depthwise_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None 
     return list(dict.fromkeys(fitted))
 
 
+# depthwise_toeplitz (output rows, columns, channels, num_warps): written without a GPU, a
+# spread around the heuristics' tile. The reduction (JK input columns) follows the columns.
+_DEPTHWISE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int], ...] = (
+    (32, 32, 8, 4), (32, 16, 8, 4), (64, 32, 8, 4), (64, 16, 8, 4), (16, 32, 16, 4), (32, 32, 16, 8),
+    (64, 32, 16, 8), (128, 16, 4, 4),
+)
+
+
+# The narrowest filter depthwise_toeplitz races on: 5 columns fill 5/32 of its 16-column
+# tiles' reduction, a 3x3's 3/32 (the CUDA-core kernels' L1 traffic is light there).
+TOEPLITZ_MIN_WIDTH = 5
+
+
+def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated depthwise_toeplitz configs: ``block_m`` output rows, ``block_k``
+    columns, ``block_n`` channels; tiles whose columns read more than the kernel's reach are
+    left out."""
+    start = default_config(problem, "depthwise_toeplitz")
+    fitted = [start]
+    for rows, columns, channels, num_warps in _DEPTHWISE_TOEPLITZ_BASE:
+        jk = toeplitz_reach(problem, columns)
+        # Live per thread: the A and T tiles and the fp32 accumulator.
+        elements = channels * (rows * jk + jk * columns + rows * columns)
+        if jk <= MAX_TOEPLITZ_REACH and elements <= 256 * 32 * num_warps:
+            fitted.append(replace(start, block_m=rows, block_n=min(channels, _pow2_at_least(problem.k, 1)),
+                                  block_k=columns, num_warps=num_warps, num_stages=1))
+    return list(dict.fromkeys(fitted))
+
+
 # Candidate generator per algorithm name. An algorithm missing here races with its
 # heuristic config only.
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
@@ -360,6 +389,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "staged_nhwc": staged_nhwc_candidates,
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
+    "depthwise_toeplitz": depthwise_toeplitz_candidates,
     "direct": direct_candidates,
 }
 
@@ -373,8 +403,9 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     """The algorithms worth measuring on ``problem``, the heuristics' choice first: every
     one that supports it, except a GEMM whose smallest tile would be under 1/16 useful,
     ``direct`` (the general CUDA-core kernel) unless the problem is thin, and
-    ``staged_nhwc`` for fewer than 16 channels a group. On depthwise
-    problems ``direct`` and ``depthwise`` both race: each wins some shapes on an H200."""
+    ``staged_nhwc`` for fewer than 16 channels a group, and ``depthwise_toeplitz`` for
+    filters narrower than 5 columns. On depthwise problems ``direct`` and ``depthwise`` both
+    race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
     for name, algorithm in ALGORITHMS.items():
@@ -387,6 +418,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue
         if name == "staged_nhwc" and problem.c_per_group < MIN_TENSOR_CORE_DIM:
             continue  # few channels: its GEMM gathers (s, c) slices anyway; im2row unrolls them
+        if name == "depthwise_toeplitz" and problem.s < TOEPLITZ_MIN_WIDTH:
+            continue  # a narrow filter fills too little of the band: S/JK useful
         names.append(name)
     return names
 

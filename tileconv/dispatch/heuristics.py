@@ -19,6 +19,7 @@ from ..kernels.launch import (
     group_pack_factor,
     im2row_unsupported_reason,
     staged_nhwc_unsupported_reason,
+    toeplitz_reach,
 )
 from ..problem import ConvProblem
 
@@ -31,7 +32,7 @@ SM_COUNT_HINT = 132
 
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise'. Thin groups that merge into a
-    tensor-core tile: 'grouped_gemm'. Dense with few input channels and enough output
+    tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides: 'direct'. Dense with few input channels and enough output
     channels for a tensor-core tile (the stems): 'im2row'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
@@ -43,6 +44,12 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
         if group_pack_factor(problem) > 1:
             return "grouped_gemm"
+    if problem.groups == 1 and max(problem.c, problem.k) < MIN_TENSOR_CORE_DIM:
+        # Few channels on both sides (the seed's C = K = 6): any tensor-core tile is mostly
+        # padding. Measured on an H200 (2026-11-23, seed003, untuned): the implicit GEMM
+        # took 357 us in fp16 NHWC and 602 us in fp32 NCHW (cuDNN 133 / 248); the direct
+        # kernel was tuning's choice in the third session's runs.
+        return "direct"
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
         return "im2row"
@@ -130,6 +137,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_config(problem)
     if algorithm == "depthwise_rows":
         return _depthwise_rows_config(problem)
+    if algorithm == "depthwise_toeplitz":
+        return _depthwise_toeplitz_config(problem)
     if INTERPRET:
         # The interpreter's cost is per program and per loop step: few, large tiles.
         if algorithm == "direct":
@@ -194,6 +203,16 @@ def _depthwise_rows_config(problem: ConvProblem) -> LaunchConfig:
                             block_k=8, num_warps=4, num_stages=1)
     return LaunchConfig(block_m=_pow2_between(problem.out_w, 16, 64), block_n=_pow2_between(problem.k, 4, 8),
                         block_k=8, num_warps=4, num_stages=1)
+
+
+def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
+    """block_m output rows x block_k output columns x block_n channels: 32 columns where a
+    32-column block reads at most 64 input columns (a 31-wide filter), else 16; 8 channels
+    (16 contiguous bytes of fp16 in NHWC). Not measured yet: tune races the spread."""
+    if INTERPRET:
+        return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 2, 4), block_k=16, num_warps=1, num_stages=1)
+    block_q = 32 if problem.out_w > 16 and toeplitz_reach(problem, 32) <= 64 else 16
+    return LaunchConfig(block_m=32, block_n=8, block_k=block_q, num_warps=4, num_stages=1)
 
 
 # --------------------------------------------------------------------- backward

@@ -15,6 +15,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
 - ``depthwise_rows`` (:mod:`.depthwise_rows`): 3x3 depthwise streaming output rows, each
   input row loaded once and reused for the three output rows it touches.
+- ``depthwise_toeplitz`` (:mod:`.depthwise_toeplitz`): depthwise convolution with large
+  filters on the tensor cores, each filter row a banded (Toeplitz) GEMM per channel.
 - ``direct`` (:mod:`.direct`): CUDA-core direct convolution for depthwise, grouped and
   few-channel problems.
 - ``ladder0_direct`` .. ``ladder3_tensor_core`` (:mod:`.ladder`): the seed's step-by-step
@@ -45,6 +47,7 @@ from .ladder import (
 )
 from .launch import (
     depthwise_rows_unsupported_reason,
+    depthwise_toeplitz_unsupported_reason,
     depthwise_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -52,6 +55,7 @@ from .launch import (
     im2row_unsupported_reason,
     launch_depthwise,
     launch_depthwise_rows,
+    launch_depthwise_toeplitz,
     launch_direct,
     launch_gemm_1x1,
     launch_gemm_1x1_nchw,
@@ -139,6 +143,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "CUDA-core 3x3 depthwise convolution streaming output rows (each input row loaded once a strip)",
         launch_depthwise_rows,
         depthwise_rows_unsupported_reason,
+    ),
+    "depthwise_toeplitz": Algorithm(
+        "depthwise_toeplitz",
+        "tensor-core depthwise convolution for large filters: each filter row a banded (Toeplitz) GEMM per channel",
+        launch_depthwise_toeplitz,
+        depthwise_toeplitz_unsupported_reason,
     ),
     "direct": Algorithm(
         "direct",

@@ -17,6 +17,7 @@ from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
+from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .direct import conv2d_direct_kernel
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
@@ -29,6 +30,7 @@ from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
     channels_last_weight,
+    toeplitz_weight,
     unrolled_columns_weight,
 )
 
@@ -312,6 +314,62 @@ def launch_depthwise_rows(
         MULTIPLIER=problem.k // problem.c,
         BLOCK_P=config.block_k, BLOCK_Q=config.block_m, BLOCK_C=config.block_n,
         num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+# depthwise_toeplitz: its reduction runs over the input columns one block of output columns
+# reads; past this many the [JK x BLOCK_Q] tile of T and the A tile outgrow the registers.
+MAX_TOEPLITZ_REACH = 128
+
+
+def toeplitz_reach(problem: ConvProblem, block_q: int) -> int:
+    """JK of :mod:`.depthwise_toeplitz`: the input columns ``block_q`` output columns read,
+    ``(block_q - 1)*V + (S - 1)*dil_w + 1``, rounded up to a power of two of at least 16
+    (a tensor-core K-slice)."""
+    span = (block_q - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
+    return max(16, 1 << (span - 1).bit_length())
+
+
+def depthwise_toeplitz_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_toeplitz` cannot run ``problem`` (None if it can)."""
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
+    if toeplitz_reach(problem, 16) > MAX_TOEPLITZ_REACH:
+        return (f"16 output columns read more than {MAX_TOEPLITZ_REACH} input columns "
+                f"(filter width {problem.s}, stride {problem.stride[1]}, dilation {problem.dilation[1]})")
+    if problem.k * problem.r * MAX_TOEPLITZ_REACH * 64 >= INT32_LIMIT:
+        return "its Toeplitz filter rows would hold 2**31 elements or more"
+    return None
+
+
+def launch_depthwise_toeplitz(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_toeplitz_kernel`: programs of ``block_m`` output rows
+    (over images and rows) by ``block_k`` output columns by ``block_n`` channels."""
+    block_q = config.block_k
+    jk = toeplitz_reach(problem, block_q)
+    if jk > MAX_TOEPLITZ_REACH:
+        raise ValueError(f"config block_k={block_q}: {block_q} output columns read {jk} input columns, "
+                         f"more than depthwise_toeplitz's {MAX_TOEPLITZ_REACH}")
+    rows = toeplitz_weight(weight, problem.stride[1], problem.dilation[1], jk, block_q)
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    grid = (cdiv(problem.n * problem.out_h, config.block_m) * cdiv(problem.out_w, block_q),
+            cdiv(problem.k, config.block_n))
+    return launch(conv2d_depthwise_toeplitz_kernel, grid,
+        x, rows, *pointers, problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1], *kernel_strides(x), *epilogue_strides,
+        problem.r, problem.s, MULTIPLIER=problem.k // problem.c, **epilogue, **dot_constexprs(problem),
+        BLOCK_M=config.block_m, BLOCK_Q=block_q, BLOCK_C=config.block_n, JK=jk,
+        INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
 

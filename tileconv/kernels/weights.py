@@ -132,3 +132,22 @@ def unrolled_columns_weight(weight: torch.Tensor, channels: int) -> torch.Tensor
         return out.permute(0, 3, 1, 2)
 
     return _cached(weight, f"unrolled_columns/{channels}", build)
+
+
+def toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, jk: int, block_q: int) -> torch.Tensor:
+    """The banded filter rows of :mod:`tileconv.kernels.depthwise_toeplitz`: a contiguous
+    (K, R, jk, block_q) tensor with ``T[k, r, j, q] = w[k, 0, r, s]`` where
+    ``j = q*stride_w + s*dil_w`` for a tap ``0 <= s < S``, zeros elsewhere, so that a block
+    of ``block_q`` output columns is ``x[columns j] @ T[k, r]`` along filter row ``r``.
+    ``weight`` is a depthwise (K, 1, R, S) filter."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        s_taps = w.shape[3]
+        offset = (torch.arange(jk, device=w.device)[:, None]
+                  - stride_w * torch.arange(block_q, device=w.device)[None, :])  # j - q*V
+        tap = torch.div(offset, dil_w, rounding_mode="floor")
+        inside = (offset >= 0) & (offset % dil_w == 0) & (tap < s_taps)
+        rows = w[:, 0][:, :, tap.clamp(0, s_taps - 1)]  # (K, R, jk, block_q)
+        return torch.where(inside, rows, torch.zeros((), dtype=w.dtype, device=w.device)).contiguous()
+
+    return _cached(weight, f"toeplitz/{stride_w}/{dil_w}/{jk}/{block_q}", build)
