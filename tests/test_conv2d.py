@@ -468,6 +468,10 @@ CONFIG_CASES = [
     # ... bf16 (multiplied in fp32 under the interpreter), 32 columns, one-row filter.
     Case(2, 8, 3, 21, 8, 1, 9, padding=(0, 4), groups=8, dtype="bf16", layout="nhwc", residual=True,
          algo="depthwise_toeplitz", config=LaunchConfig(16, 8, 32, 8, 2, 1)),
+    # ... one channel a program (2D GEMMs): a channels_last input copied into NCHW first;
+    # multiplier 2, 32-row tiles over N*P = 2*9 rows.
+    Case(2, 3, 9, 11, 6, 5, 3, padding=(2, 1), groups=3, dtype="fp16", layout="nhwc", bias=True,
+         activation="gelu", algo="depthwise_toeplitz", config=LaunchConfig(32, 1, 16, 8, 1, 1)),
     # The seed's ladder (kernels/ladder.py). Steps 0 and 1: one channel per program (their
     # GPU config) with a pixel tile larger than the problem; 4-channel tiles cutting across
     # groups (K/g = 6) with an M tail.

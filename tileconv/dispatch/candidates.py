@@ -350,9 +350,11 @@ def depthwise_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None 
 
 # depthwise_toeplitz (output rows, columns, channels, num_warps): written without a GPU, a
 # spread around the heuristics' tile. The reduction (JK input columns) follows the columns.
-_DEPTHWISE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int], ...] = (
-    (32, 32, 8, 4), (32, 16, 8, 4), (64, 32, 8, 4), (64, 16, 8, 4), (16, 32, 16, 4), (32, 32, 16, 8),
-    (64, 32, 16, 8), (128, 16, 4, 4),
+_DEPTHWISE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int, int], ...] = (
+    # (output rows, columns, channels, num_warps, num_stages). One channel: 2D wgmma GEMMs over
+    # an NCHW copy; several: batched mma.sync, straight from channels_last.
+    (32, 32, 8, 4, 1), (32, 32, 8, 4, 2), (32, 16, 8, 4, 3), (64, 32, 4, 4, 3), (32, 32, 16, 8, 2),
+    (64, 32, 1, 4, 3), (128, 32, 1, 4, 3), (128, 16, 1, 4, 3), (128, 32, 1, 8, 2), (256, 32, 1, 8, 3),
 )
 
 
@@ -367,13 +369,13 @@ def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | N
     left out."""
     start = default_config(problem, "depthwise_toeplitz")
     fitted = [start]
-    for rows, columns, channels, num_warps in _DEPTHWISE_TOEPLITZ_BASE:
+    for rows, columns, channels, num_warps, stages in _DEPTHWISE_TOEPLITZ_BASE:
         jk = toeplitz_reach(problem, columns)
         # Live per thread: the A and T tiles and the fp32 accumulator.
         elements = channels * (rows * jk + jk * columns + rows * columns)
         if jk <= MAX_TOEPLITZ_REACH and elements <= 256 * 32 * num_warps:
             fitted.append(replace(start, block_m=rows, block_n=min(channels, _pow2_at_least(problem.k, 1)),
-                                  block_k=columns, num_warps=num_warps, num_stages=1))
+                                  block_k=columns, num_warps=num_warps, num_stages=stages))
     return list(dict.fromkeys(fitted))
 
 

@@ -88,7 +88,12 @@ def conv2d_depthwise_toeplitz_kernel(
         if UPCAST_DOT:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
-        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+        if BLOCK_C == 1:  # one channel: a plain 2D GEMM, which Hopper runs as wgmma
+            acc = tl.reshape(tl.dot(tl.reshape(a, (BLOCK_M, JK)), tl.reshape(b, (JK, BLOCK_Q)),
+                                    tl.reshape(acc, (BLOCK_M, BLOCK_Q)), input_precision=DOT_PRECISION),
+                             (1, BLOCK_M, BLOCK_Q))
+        else:  # batched over the channels (mma.sync)
+            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
 
     # A NaN/Inf input times the band's zeros is NaN, so it would reach every output of the
     # tile, not only those whose window holds it: where the tile's sums are not all finite

@@ -25,7 +25,7 @@ from .gemm_1x1 import conv1x1_tma_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
-from .staged import to_channels_last_kernel
+from .staged import to_channels_first_kernel, to_channels_last_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
@@ -360,6 +360,16 @@ def launch_depthwise_toeplitz(
         raise ValueError(f"config block_k={block_q}: {block_q} output columns read {jk} input columns, "
                          f"more than depthwise_toeplitz's {MAX_TOEPLITZ_REACH}")
     rows = toeplitz_weight(weight, problem.stride[1], problem.dilation[1], jk, block_q)
+    if config.block_n == 1 and x.stride(3) != 1:
+        # One channel a program reads that channel's rows: copy a channels_last input into
+        # NCHW first (one read and one write, small beside a large filter's work).
+        copy = scratch((problem.n, problem.c, problem.h, problem.w), x.dtype, x.device)
+        stride_n, stride_c, stride_h, stride_w = kernel_strides(x)
+        block_p, block_c = STAGED_COPY_TILE
+        launch(to_channels_first_kernel, (cdiv(problem.h * problem.w, block_p), cdiv(problem.c, block_c), problem.n),
+               x, copy, problem.c, problem.h * problem.w, problem.w, stride_n, stride_c, stride_h, stride_w,
+               BLOCK_P=block_p, BLOCK_C=block_c, INT64=needs_int64(problem), num_warps=4)
+        x = copy
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (cdiv(problem.n * problem.out_h, config.block_m) * cdiv(problem.out_w, block_q),
             cdiv(problem.k, config.block_n))

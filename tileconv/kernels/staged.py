@@ -58,3 +58,30 @@ def to_channels_last_kernel(
     # (pixels x channels): contiguous along the channels in the copy.
     out_offsets = (n * PIXELS + p)[:, None] * C_PAD + c[None, :]
     tl.store(out_ptr + out_offsets, tl.trans(tile), mask=tl.trans(mask))
+
+
+@triton.jit(do_not_specialize=["W"])
+def to_channels_first_kernel(
+    x_ptr,  # input [N, C, H, W] through its four strides (channels_last: the channels contiguous)
+    out_ptr,  # copy [N, C, H, W], contiguous
+    C, PIXELS, W,  # channels, H * W, width
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,  # pixels and channels of one tile
+    INT64: tl.constexpr,
+):
+    """The other way round: a channels_last input copied into contiguous NCHW, for kernels
+    that read one channel's rows (:mod:`.depthwise_toeplitz` with one channel a program).
+    (pixels x channels) tiles are read along the channels and written along the pixels."""
+    n = tl.program_id(2)
+    first_p = tl.program_id(0)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    if INT64:
+        n = n.to(tl.int64)
+        first_p = first_p.to(tl.int64)
+        c = c.to(tl.int64)
+    p = first_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    h = p // W
+    mask = (p < PIXELS)[:, None] & (c < C)[None, :]
+    tile = tl.load(x_ptr + n * stride_xn + (h * stride_xh + (p - h * W) * stride_xw)[:, None]
+                   + (c * stride_xc)[None, :], mask=mask)
+    tl.store(out_ptr + (n * C + c)[None, :] * PIXELS + p[:, None], tile, mask=mask)
