@@ -33,10 +33,12 @@ from tileconv.dispatch.candidates import (
     implicit_gemm_candidates,
     implicit_gemm_shared_memory,
     reduction_slice,
+    toeplitz_shared_memory,
 )
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import ALGORITHMS, Algorithm
+from tileconv.kernels.launch import MAX_TOEPLITZ_REACH, toeplitz_reach
 from tileconv.reference import conv2d_reference
 from tileconv.testing import assert_conv_close, random_inputs, tolerance
 
@@ -261,6 +263,10 @@ def test_candidates_respect_the_constraints(limits):
                 assert min(config.block_m, config.block_n, config.block_k) >= 16, where
                 assert implicit_gemm_shared_memory(gemm, config) <= limits.shared_memory_budget, where
                 assert limits.shared_memory_budget <= 0.9 * limits.shared_memory_bytes
+            elif name == "depthwise_toeplitz":  # banded GEMMs: tensor-core edges, reach, the ring fits
+                assert min(config.block_m, config.block_k) >= 16, where
+                assert toeplitz_reach(problem, config.block_k) <= MAX_TOEPLITZ_REACH, where
+                assert toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget, where
             else:  # CUDA-core kernels: accumulators fit the registers, no pipelining
                 assert config.block_m * config.block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps, where
                 assert config.num_stages == 1, where

@@ -363,19 +363,30 @@ _DEPTHWISE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int, int], ...] = (
 TOEPLITZ_MIN_WIDTH = 5
 
 
+def toeplitz_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
+    """Shared memory of a pipelined depthwise_toeplitz config: a ring of ``num_stages`` A and
+    T tiles (one stage: the operands' trip through shared memory into the dot layouts)."""
+    jk = toeplitz_reach(problem, config.block_k)
+    tile = config.block_n * (config.block_m * jk + jk * config.block_k) * problem.itemsize
+    return max(1, config.num_stages) * tile
+
+
 def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """Fitted, de-duplicated depthwise_toeplitz configs: ``block_m`` output rows, ``block_k``
     columns, ``block_n`` channels; tiles whose columns read more than the kernel's reach are
     left out."""
+    limits = limits or DeviceLimits()
     start = default_config(problem, "depthwise_toeplitz")
     fitted = [start]
     for rows, columns, channels, num_warps, stages in _DEPTHWISE_TOEPLITZ_BASE:
+        config = replace(start, block_m=rows, block_n=min(channels, _pow2_at_least(problem.k, 1)),
+                         block_k=columns, num_warps=num_warps, num_stages=stages)
         jk = toeplitz_reach(problem, columns)
         # Live per thread: the A and T tiles and the fp32 accumulator.
         elements = channels * (rows * jk + jk * columns + rows * columns)
-        if jk <= MAX_TOEPLITZ_REACH and elements <= 256 * 32 * num_warps:
-            fitted.append(replace(start, block_m=rows, block_n=min(channels, _pow2_at_least(problem.k, 1)),
-                                  block_k=columns, num_warps=num_warps, num_stages=stages))
+        if (jk <= MAX_TOEPLITZ_REACH and elements <= 256 * 32 * num_warps
+                and toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget):
+            fitted.append(config)
     return list(dict.fromkeys(fitted))
 
 
