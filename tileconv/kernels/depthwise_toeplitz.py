@@ -51,6 +51,7 @@ def conv2d_depthwise_toeplitz_kernel(
     JK: tl.constexpr,  # input columns a column block reads: the GEMM's reduction
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
     INT64: tl.constexpr,
+    PLANES: tl.constexpr = False,  # x is the launcher's zero-bordered NCHW copy (pad_* = 0 here)
 ):
     pid = tl.program_id(0)
     tiles_q = tl.cdiv(Q, BLOCK_Q)
@@ -66,8 +67,13 @@ def conv2d_depthwise_toeplitz_kernel(
     mask_rows = rows < N * P
     mask_k = k_idx < K
     j = tl.arange(0, JK)
-    iw = q0 * stride_w - pad_w + j  # the input columns of this column block
-    cols_ok = (iw >= 0) & (iw < W)
+    if PLANES:  # a zero-bordered copy wide enough for every column block: no column mask,
+        # and (pad_w = 0 there) the first column's offset is a multiple of BLOCK_Q: wide loads
+        iw = q0 * stride_w + j
+        cols_ok = tl.full((JK,), 1, tl.int1)
+    else:
+        iw = q0 * stride_w - pad_w + j  # the input columns of this column block
+        cols_ok = (iw >= 0) & (iw < W)
 
     # A[c, m, j]: channel-major 3D pointers; the channel axis is the contiguous one in NHWC.
     x_rows = x_ptr + n_idx * stride_xn + (p_idx * stride_h - pad_h) * stride_xh

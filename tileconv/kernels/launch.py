@@ -25,7 +25,7 @@ from .gemm_1x1 import conv1x1_tma_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
-from .staged import to_channels_first_kernel, to_channels_last_kernel
+from .staged import to_channels_last_kernel, to_padded_planes_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
@@ -317,6 +317,7 @@ def launch_depthwise_rows(
     )
 
 
+PLANES_COPY_TILE = (64, 32)  # to_padded_planes_kernel's (pixels, channels) tile
 # depthwise_toeplitz: its reduction runs over the input columns one block of output columns
 # reads; past this many the [JK x BLOCK_Q] tile of T and the A tile outgrow the registers.
 MAX_TOEPLITZ_REACH = 128
@@ -359,27 +360,35 @@ def launch_depthwise_toeplitz(
     if jk > MAX_TOEPLITZ_REACH:
         raise ValueError(f"config block_k={block_q}: {block_q} output columns read {jk} input columns, "
                          f"more than depthwise_toeplitz's {MAX_TOEPLITZ_REACH}")
-    rows = toeplitz_weight(weight, problem.stride[1], problem.dilation[1], jk, block_q)
-    if config.block_n == 1 and x.stride(3) != 1:
-        # One channel a program reads that channel's rows: copy a channels_last input into
-        # NCHW first (one read and one write, small beside a large filter's work).
-        copy = scratch((problem.n, problem.c, problem.h, problem.w), x.dtype, x.device)
-        stride_n, stride_c, stride_h, stride_w = kernel_strides(x)
-        block_p, block_c = STAGED_COPY_TILE
-        launch(to_channels_first_kernel, (cdiv(problem.h * problem.w, block_p), cdiv(problem.c, block_c), problem.n),
-               x, copy, problem.c, problem.h * problem.w, problem.w, stride_n, stride_c, stride_h, stride_w,
-               BLOCK_P=block_p, BLOCK_C=block_c, INT64=needs_int64(problem), num_warps=4)
+    banded = toeplitz_weight(weight, problem.stride[1], problem.dilation[1], jk, block_q)
+    geometry = [problem.h, problem.w, problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1]]
+    if config.block_n == 1:
+        # One channel a program reads that channel's rows: copy the input into zero-bordered
+        # planes first (one read and one write, small beside a large filter's work), so that
+        # its row loads need no padding masks and start 16-byte aligned.
+        tiles_q = cdiv(problem.out_w, block_q)
+        rows = max(problem.h + problem.padding[0],
+                   (problem.out_h - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1)
+        columns = max(problem.w + problem.padding[1], (tiles_q - 1) * block_q * problem.stride[1] + jk)
+        columns = cdiv(columns, 16) * 16
+        copy = scratch((problem.n, problem.c, rows, columns), x.dtype, x.device)
+        block_p, block_c = PLANES_COPY_TILE
+        int64 = needs_int64(problem) or copy.numel() >= INT32_LIMIT
+        launch(to_padded_planes_kernel, (cdiv(rows * columns, block_p), cdiv(problem.c, block_c), problem.n),
+               x, copy, problem.c, problem.h, problem.w, problem.padding[0], problem.padding[1], rows, columns,
+               *kernel_strides(x), BLOCK_P=block_p, BLOCK_C=block_c, INT64=int64, num_warps=4)
         x = copy
+        geometry = [rows, columns, problem.stride[0], problem.stride[1], 0, 0]
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (cdiv(problem.n * problem.out_h, config.block_m) * cdiv(problem.out_w, block_q),
             cdiv(problem.k, config.block_n))
     return launch(conv2d_depthwise_toeplitz_kernel, grid,
-        x, rows, *pointers, problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
-        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
-        problem.dilation[0], problem.dilation[1], *kernel_strides(x), *epilogue_strides,
+        x, banded, *pointers, problem.n, geometry[0], geometry[1], problem.out_h, problem.out_w, problem.k,
+        *geometry[2:], problem.dilation[0], problem.dilation[1], *kernel_strides(x), *epilogue_strides,
         problem.r, problem.s, MULTIPLIER=problem.k // problem.c, **epilogue, **dot_constexprs(problem),
         BLOCK_M=config.block_m, BLOCK_Q=block_q, BLOCK_C=config.block_n, JK=jk,
-        INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=config.num_stages,
+        INT64=needs_int64(problem) or x.numel() >= INT32_LIMIT, PLANES=config.block_n == 1,
+        num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
 

@@ -60,18 +60,21 @@ def to_channels_last_kernel(
     tl.store(out_ptr + out_offsets, tl.trans(tile), mask=tl.trans(mask))
 
 
-@triton.jit(do_not_specialize=["W"])
-def to_channels_first_kernel(
-    x_ptr,  # input [N, C, H, W] through its four strides (channels_last: the channels contiguous)
-    out_ptr,  # copy [N, C, H, W], contiguous
-    C, PIXELS, W,  # channels, H * W, width
+
+@triton.jit(do_not_specialize=["H", "W", "PAD_H", "PAD_W", "HP", "WP"])
+def to_padded_planes_kernel(
+    x_ptr,  # input [N, C, H, W] through its four strides (any layout)
+    out_ptr,  # copy [N, C, HP, WP], contiguous: x at rows PAD_H.., columns PAD_W.., zeros around
+    C, H, W, PAD_H, PAD_W, HP, WP,
     stride_xn, stride_xc, stride_xh, stride_xw,
-    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,  # pixels and channels of one tile
+    BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,  # copy pixels and channels of one tile
     INT64: tl.constexpr,
 ):
-    """The other way round: a channels_last input copied into contiguous NCHW, for kernels
-    that read one channel's rows (:mod:`.depthwise_toeplitz` with one channel a program).
-    (pixels x channels) tiles are read along the channels and written along the pixels."""
+    """The other way round, with the padding made real: ``x`` copied into contiguous,
+    zero-bordered channel planes, for kernels that read one channel's rows
+    (:mod:`.depthwise_toeplitz` with one channel a program): their loads then need no
+    padding masks and start 16-byte aligned. (copy pixels x channels) tiles of one image,
+    read along the channels of a channels_last input, written along the copy's pixels."""
     n = tl.program_id(2)
     first_p = tl.program_id(0)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -80,8 +83,10 @@ def to_channels_first_kernel(
         first_p = first_p.to(tl.int64)
         c = c.to(tl.int64)
     p = first_p * BLOCK_P + tl.arange(0, BLOCK_P)
-    h = p // W
-    mask = (p < PIXELS)[:, None] & (c < C)[None, :]
-    tile = tl.load(x_ptr + n * stride_xn + (h * stride_xh + (p - h * W) * stride_xw)[:, None]
-                   + (c * stride_xc)[None, :], mask=mask)
-    tl.store(out_ptr + (n * C + c)[None, :] * PIXELS + p[:, None], tile, mask=mask)
+    h = p // WP - PAD_H
+    w = p % WP - PAD_W
+    inside = (h >= 0) & (h < H) & (w >= 0) & (w < W)
+    mask_c = (c < C)[None, :]
+    tile = tl.load(x_ptr + n * stride_xn + (h * stride_xh + w * stride_xw)[:, None] + (c * stride_xc)[None, :],
+                   mask=inside[:, None] & mask_c, other=0.0)
+    tl.store(out_ptr + (n * C + c)[None, :] * (HP * WP) + p[:, None], tile, mask=(p < HP * WP)[:, None] & mask_c)
