@@ -35,6 +35,7 @@ from tileconv.dispatch.candidates import (
     reduction_slice,
     toeplitz_shared_memory,
 )
+from tileconv._runtime import INTERPRET
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import ALGORITHMS, Algorithm
@@ -297,6 +298,21 @@ def test_which_algorithms_race():
         assert algorithms_to_try(problem)[0] == choose_algorithm(problem)
         assert set(algorithms_to_try(problem)) == expected, problem.describe()
     assert implicit_gemm_candidates(resnet) and direct_candidates(stem) and depthwise_candidates(depthwise)
+
+
+def test_heuristics_for_large_filters_and_few_channels():
+    """Measured rules (H200, 2026-11-23): the banded tensor-core kernel for 27x27 and 31x31
+    depthwise filters, not for a 13x13 on a 7-wide output nor 7x7; the direct kernel for a
+    dense convolution with fewer than 16 channels on both sides (seed003)."""
+    chosen = {case.name: choose_algorithm(case.problem()) for case in get_suite("depthwise")}
+    for name, algorithm in chosen.items():
+        large = "dw31x31" in name or "dw27x27" in name
+        assert (algorithm == "depthwise_toeplitz") == large, (name, algorithm)
+    config = default_config(get_suite("depthwise")[-4].problem(), "depthwise_toeplitz")
+    assert (config.block_n, config.block_k) == ((4, 16) if INTERPRET else (1, 32))  # 2D GEMMs, 32 columns
+    seed003 = next(c for c in get_suite("seed") if c.name == "seed003")
+    for dtype, layout in ((torch.float16, "nhwc"), (torch.float32, "nchw")):
+        assert choose_algorithm(seed003.problem(dtype, layout)) == "direct"
 
 
 def test_strict_fp32_gets_small_tiles_and_16bit_gets_deep_steps():

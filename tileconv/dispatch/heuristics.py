@@ -14,6 +14,7 @@ from .._runtime import INTERPRET
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
+    depthwise_toeplitz_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
     group_pack_factor,
@@ -31,14 +32,23 @@ SM_COUNT_HINT = 132
 
 
 def choose_algorithm(problem: ConvProblem) -> str:
-    """One input channel per group (depthwise): 'depthwise'. Thin groups that merge into a
-    tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides: 'direct'. Dense with few input channels and enough output
-    channels for a tensor-core tile (the stems): 'im2row'. Everything else: 'implicit_gemm'."""
+    """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
+    else 'depthwise' or 'direct'. Thin groups that merge into a tensor-core tile:
+    'grouped_gemm'. Dense with few channels on both sides: 'direct'. Dense with few input
+    channels and enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW
+    rules: 'gemm_1x1_nchw', 'staged_nhwc'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
         # kernel won at 14 <= output width <= 28 with small filters (c384 hw14 3x3: 15.7 us
         # against direct's 44.4); the flat-tile direct kernel won elsewhere (c32 hw112:
         # 40.9 against 76.8; 31x31: 2294 against 3200).
+        # depthwise_toeplitz (banded GEMMs on the tensor cores, one channel a program) won
+        # the 27x27 and 31x31 rows by 3.1x-4.6x over the best CUDA-core kernel (c128 hw56
+        # 31x31: 427 us against direct's 1973; cuDNN 8204); it lost at 13x13 on a 7-wide
+        # output (16-column tiles mostly padding) and on 7x7.
+        if (problem.r * problem.s >= 15 * 15 and problem.out_w >= 14
+                and depthwise_toeplitz_unsupported_reason(problem) is None):
+            return "depthwise_toeplitz"
         depthwise = problem.groups == problem.c and 14 <= problem.out_w <= 28 and problem.r * problem.s <= 9
         return "depthwise" if depthwise else "direct"
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
@@ -206,13 +216,14 @@ def _depthwise_rows_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
-    """block_m output rows x block_k output columns x block_n channels: 32 columns where a
-    32-column block reads at most 64 input columns (a 31-wide filter), else 16; 8 channels
-    (16 contiguous bytes of fp16 in NHWC). Not measured yet: tune races the spread."""
+    """One channel a program (2D wgmma GEMMs over zero-bordered NCHW planes), 64 output rows,
+    32 output columns where they read at most 64 input columns (filters up to 33 wide at
+    stride 1), else 16; 3 stages. Tuning on an H200 (2026-11-23) picked 64x1x32, 4 warps,
+    3 stages for all three 27x27 / 31x31 rows."""
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 2, 4), block_k=16, num_warps=1, num_stages=1)
     block_q = 32 if problem.out_w > 16 and toeplitz_reach(problem, 32) <= 64 else 16
-    return LaunchConfig(block_m=32, block_n=8, block_k=block_q, num_warps=4, num_stages=1)
+    return LaunchConfig(block_m=64, block_n=1, block_k=block_q, num_warps=4, num_stages=3)
 
 
 # --------------------------------------------------------------------- backward
