@@ -125,13 +125,12 @@ ddp)
     save
     ;;
 direct)
-    # The CUDA-core suites of issue 5: fp16 NHWC, then seed003 in fp32 NCHW too.
+    # The suites of issue 5 (depthwise, grouped, seed003): fp16 NHWC, then seed003 in fp32
+    # NCHW too (seed003 untuned: the heuristics' direct kernel).
     TAILN=3 step dw-heuristics 90 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json"
     save
     TAILN=2 step tune-direct 200 python -m tileconv tune --suite depthwise
     TAILN=2 step tune-grouped 100 python -m tileconv tune --suite grouped
-    TAILN=2 step tune-seed003 60 python -m tileconv tune --suite seed --case seed003
-    TAILN=2 step tune-seed003-fp32 60 python -m tileconv tune --suite seed --case seed003 --dtype float32 --layout nchw
     save
     TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
     TAILN=3 step grouped 60 python -m tileconv bench --suite grouped --json "$R/grouped.json"
