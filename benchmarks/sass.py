@@ -257,13 +257,16 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         print("benchmarks/sass.py compiles real kernels: run it without TRITON_INTERPRET=1", file=sys.stderr)
         return 2
-    two_launches = ("im2row", "staged_nhwc")  # a copy, then the GEMM
-    rows = [inspect(algorithm, case, which="conv2d_implicit_gemm_kernel" if algorithm in two_launches else None)
-            for algorithm, case in CASES]
+    # A copy, then the kernel of interest: im2row's and staged_nhwc's GEMM, the banded kernel.
+    main_kernel = {"im2row": "conv2d_implicit_gemm_kernel", "staged_nhwc": "conv2d_implicit_gemm_kernel",
+                   "depthwise_toeplitz": "conv2d_depthwise_toeplitz_kernel"}
+    rows = [inspect(algorithm, case, which=main_kernel.get(algorithm)) for algorithm, case in CASES]
     rows += [inspect("im2row", "r50 stem 7x7/2", int64, which="unroll_columns_kernel") for int64 in (False, True)]
     rows += [inspect("staged_nhwc", "r50 c64 hw56 k64 3x3/1", int64, which="to_channels_last_kernel")
              for int64 in (False, True)]
-    rows += [inspect(algorithm, case, int64=True) for algorithm, case in INT64_CASES]
+    rows += [inspect("depthwise_toeplitz", "replknet dw31x31 c128 hw56", int64, which="to_padded_planes_kernel")
+             for int64 in (False, True)]
+    rows += [inspect(algorithm, case, int64=True, which=main_kernel.get(algorithm)) for algorithm, case in INT64_CASES]
     rows.append(inspect_ladder("ladder2_tiled", "seed001 c64 hw64 k128"))
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)

@@ -343,7 +343,8 @@ def _confirm(timings: list[tuple[str, LaunchConfig, float]], launches: list[Call
     """The winner among ``timings`` (one reading each, taken by running ``launches``, in
     the same order): the candidates within
     CONFIRM_MARGIN of the fastest (at most CONFIRM_MAX) are timed CONFIRM_ROUNDS more times,
-    taking turns so that drift hits them alike, and the best median wins."""
+    taking turns so that drift hits them alike; their entries in ``timings`` become their
+    medians, and the fastest entry wins."""
     order = sorted(range(len(timings)), key=lambda i: timings[i][2])
     fastest = timings[order[0]][2]
     close = [i for i in order[:CONFIRM_MAX] if timings[i][2] <= fastest * (1 + CONFIRM_MARGIN)]
@@ -357,9 +358,12 @@ def _confirm(timings: list[tuple[str, LaunchConfig, float]], launches: list[Call
                     continue
                 if math.isfinite(ms) and ms > 0:
                     readings[i].append(ms)
-    best = min(close, key=lambda i: statistics.median(readings[i]))
-    name, config, _ = timings[best]
-    return name, config, statistics.median(readings[best])
+    # The re-timed candidates' entries become their medians (the record then shows what
+    # decided), and the fastest entry wins.
+    for i in close:
+        name, config, _ = timings[i]
+        timings[i] = (name, config, statistics.median(readings[i]))
+    return min(timings, key=lambda row: row[2])
 
 
 def _best_per_algorithm(result: TuneResult) -> dict[str, tuple[LaunchConfig, float]]:

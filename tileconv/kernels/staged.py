@@ -83,10 +83,13 @@ def to_padded_planes_kernel(
         first_p = first_p.to(tl.int64)
         c = c.to(tl.int64)
     p = first_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    plane = HP * WP
+    if INT64:  # a plane of the copy may itself pass 2**31 elements (found by the int64 GPU test)
+        plane = HP.to(tl.int64) * WP
     h = p // WP - PAD_H
     w = p % WP - PAD_W
     inside = (h >= 0) & (h < H) & (w >= 0) & (w < W)
     mask_c = (c < C)[None, :]
     tile = tl.load(x_ptr + n * stride_xn + (h * stride_xh + w * stride_xw)[:, None] + (c * stride_xc)[None, :],
                    mask=inside[:, None] & mask_c, other=0.0)
-    tl.store(out_ptr + (n * C + c)[None, :] * (HP * WP) + p[:, None], tile, mask=(p < HP * WP)[:, None] & mask_c)
+    tl.store(out_ptr + (n * C + c)[None, :] * plane + p[:, None], tile, mask=(p < plane)[:, None] & mask_c)
