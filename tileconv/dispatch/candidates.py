@@ -348,16 +348,17 @@ def depthwise_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None 
     return list(dict.fromkeys(fitted))
 
 
-# depthwise_toeplitz (output rows, columns, channels, num_warps): written without a GPU, a
-# spread around the heuristics' tile. The reduction (JK input columns) follows the columns.
+# depthwise_toeplitz (output rows, columns, channels, num_warps, num_stages), a spread around
+# the heuristics' tile; the reduction (JK input columns) follows the columns. One channel: 2D
+# wgmma GEMMs over a zero-bordered NCHW copy; several: batched mma.sync from channels_last.
 _DEPTHWISE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int, int], ...] = (
-    # (output rows, columns, channels, num_warps, num_stages). One channel: 2D wgmma GEMMs over
-    # an NCHW copy; several: batched mma.sync, straight from channels_last.
     (32, 32, 8, 4, 1), (32, 32, 8, 4, 2), (32, 16, 8, 4, 3), (64, 32, 4, 4, 3), (32, 32, 16, 8, 2),
     (64, 32, 1, 4, 3), (128, 32, 1, 4, 3), (128, 16, 1, 4, 3), (128, 32, 1, 8, 2), (256, 32, 1, 8, 3),
 )
 
 
+# depthwise_toeplitz's operand tiles and accumulator: at most this many values per thread.
+MAX_TOEPLITZ_VALUES_PER_THREAD = 256
 # The narrowest filter depthwise_toeplitz races on: 5 columns fill 5/32 of its 16-column
 # tiles' reduction, a 3x3's 3/32 (the CUDA-core kernels' L1 traffic is light there).
 TOEPLITZ_MIN_WIDTH = 5
@@ -384,7 +385,7 @@ def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | N
         jk = toeplitz_reach(problem, columns)
         # Live per thread: the A and T tiles and the fp32 accumulator.
         elements = channels * (rows * jk + jk * columns + rows * columns)
-        if (jk <= MAX_TOEPLITZ_REACH and elements <= 256 * 32 * num_warps
+        if (jk <= MAX_TOEPLITZ_REACH and elements <= MAX_TOEPLITZ_VALUES_PER_THREAD * 32 * num_warps
                 and toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget):
             fitted.append(config)
     return list(dict.fromkeys(fitted))

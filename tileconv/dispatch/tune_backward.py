@@ -159,8 +159,9 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
     if not result.timings:
         result.message = "; ".join(f"{c}: {why}" for c, why in result.rejected[:3]) or "no candidate"
         return result
-    _, result.config, result.time_ms = _confirm([(algorithm.name, config, ms) for config, ms in result.timings],
-                                                launches, timer)
+    rows = [(algorithm.name, config, ms) for config, ms in result.timings]
+    _, result.config, result.time_ms = _confirm(rows, launches, timer)
+    result.timings = [(config, ms) for _, config, ms in rows]  # the confirmed medians, as the forward keeps
     result.status = "tuned"
     return result
 

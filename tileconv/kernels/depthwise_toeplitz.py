@@ -75,22 +75,22 @@ def conv2d_depthwise_toeplitz_kernel(
         iw = q0 * stride_w - pad_w + j  # the input columns of this column block
         cols_ok = (iw >= 0) & (iw < W)
 
+    # [C, M, 1]: each channel's plane in each row's image; output channel k reads input k // MULTIPLIER.
+    x_plane = ((k_idx // MULTIPLIER) * stride_xc)[:, None, None] + (x_ptr + n_idx * stride_xn)[None, :, None]
+    ih0 = p_idx * stride_h - pad_h  # the first input row of each output row's window
     # A[c, m, j]: channel-major 3D pointers; the channel axis is the contiguous one in NHWC.
-    x_rows = x_ptr + n_idx * stride_xn + (p_idx * stride_h - pad_h) * stride_xh
-    x_base = (x_rows[None, :, None] + (iw * stride_xw)[None, None, :]
-              + ((k_idx // MULTIPLIER) * stride_xc)[:, None, None])
+    x_base = x_plane + (ih0 * stride_xh)[None, :, None] + (iw * stride_xw)[None, None, :]
     ok_base = mask_k[:, None, None] & mask_rows[None, :, None] & cols_ok[None, None, :]
-    ih0 = p_idx * stride_h - pad_h
+    t_chan = t_ptr + k_idx * R * (JK * BLOCK_Q)  # channel k's R Toeplitz tiles
     # B[c, j, q]: channel k's [JK, BLOCK_Q] Toeplitz tile of filter row r.
-    t_tile = (k_idx * R * (JK * BLOCK_Q))[:, None, None] + (j * BLOCK_Q)[None, :, None] \
-        + tl.arange(0, BLOCK_Q)[None, None, :]
+    t_tile = t_chan[:, None, None] + (j * BLOCK_Q)[None, :, None] + tl.arange(0, BLOCK_Q)[None, None, :]
 
     acc = tl.zeros((BLOCK_C, BLOCK_M, BLOCK_Q), dtype=tl.float32)
     for r in range(0, R):
         ih = ih0 + r * dil_h
         ok = ok_base & ((ih >= 0) & (ih < H))[None, :, None]
         a = tl.load(x_base + r * dil_h * stride_xh, mask=ok, other=0.0)
-        b = tl.load(t_ptr + t_tile + r * (JK * BLOCK_Q), mask=mask_k[:, None, None], other=0.0)
+        b = tl.load(t_tile + r * (JK * BLOCK_Q), mask=mask_k[:, None, None], other=0.0)
         if UPCAST_DOT:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -108,17 +108,15 @@ def conv2d_depthwise_toeplitz_kernel(
     if tl.sum(tl.where(tl.abs(acc) < float("inf"), 0, 1)) > 0:
         acc = tl.zeros((BLOCK_C, BLOCK_M, BLOCK_Q), dtype=tl.float32)
         q = q0 + tl.arange(0, BLOCK_Q)
-        x_pix = ((k_idx // MULTIPLIER) * stride_xc)[:, None, None] + (x_ptr + n_idx * stride_xn)[None, :, None]
         for r in range(0, R):
             ih = ih0 + r * dil_h
             row_ok = mask_k[:, None, None] & (mask_rows & (ih >= 0) & (ih < H))[None, :, None]
             for s in range(0, S):
                 iw_s = q * stride_w - pad_w + s * dil_w
                 ok = row_ok & ((iw_s >= 0) & (iw_s < W))[None, None, :]
-                xv = tl.load(x_pix + (ih * stride_xh)[None, :, None] + (iw_s * stride_xw)[None, None, :],
+                xv = tl.load(x_plane + (ih * stride_xh)[None, :, None] + (iw_s * stride_xw)[None, None, :],
                              mask=ok, other=0.0)
-                wv = tl.load(t_ptr + k_idx * R * (JK * BLOCK_Q) + r * (JK * BLOCK_Q) + s * dil_w * BLOCK_Q,
-                             mask=mask_k, other=0.0)
+                wv = tl.load(t_chan + r * (JK * BLOCK_Q) + s * dil_w * BLOCK_Q, mask=mask_k, other=0.0)
                 acc += xv.to(tl.float32) * wv.to(tl.float32)[:, None, None]
 
     # [C, M, Q] -> [M * Q, C]: the pixels of the tile against its channels, for the shared epilogue.

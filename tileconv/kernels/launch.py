@@ -339,8 +339,10 @@ def depthwise_toeplitz_unsupported_reason(problem: ConvProblem) -> str | None:
     if toeplitz_reach(problem, 16) > MAX_TOEPLITZ_REACH:
         return (f"16 output columns read more than {MAX_TOEPLITZ_REACH} input columns "
                 f"(filter width {problem.s}, stride {problem.stride[1]}, dilation {problem.dilation[1]})")
-    if problem.k * problem.r * MAX_TOEPLITZ_REACH * 64 >= INT32_LIMIT:
-        return "its Toeplitz filter rows would hold 2**31 elements or more"
+    if max(problem.n, problem.k) > MAX_GRID_Y:
+        # One channel a program: a grid row per output channel, and the plane copy a grid
+        # plane per image.
+        return f"it needs a batch and output channels of at most {MAX_GRID_Y} each"
     return None
 
 
@@ -387,7 +389,7 @@ def launch_depthwise_toeplitz(
         *geometry[2:], problem.dilation[0], problem.dilation[1], *kernel_strides(x), *epilogue_strides,
         problem.r, problem.s, MULTIPLIER=problem.k // problem.c, **epilogue, **dot_constexprs(problem),
         BLOCK_M=config.block_m, BLOCK_Q=block_q, BLOCK_C=config.block_n, JK=jk,
-        INT64=needs_int64(problem) or x.numel() >= INT32_LIMIT, PLANES=config.block_n == 1,
+        INT64=max(x.numel(), banded.numel()) >= INT32_LIMIT or needs_int64(problem), PLANES=config.block_n == 1,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
