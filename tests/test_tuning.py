@@ -19,6 +19,7 @@ import triton
 
 import tileconv
 from tileconv import ConvProblem, LaunchConfig
+from tileconv._runtime import INTERPRET
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import cache, clear_selection_cache, select
 from tileconv.dispatch import tune as tune_module
@@ -35,7 +36,6 @@ from tileconv.dispatch.candidates import (
     reduction_slice,
     toeplitz_shared_memory,
 )
-from tileconv._runtime import INTERPRET
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import ALGORITHMS, Algorithm
