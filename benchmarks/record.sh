@@ -9,6 +9,8 @@
 #   bash benchmarks/record.sh nchw       NCHW input: GPU tests of staged_nhwc, resnet50 fp16 (heuristics, tuned), tf32
 #   bash benchmarks/record.sh training   tune the backward, dgrad, wgrad, bench --train resnet50
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
+#   bash benchmarks/record.sh tma        tma_rows: its GPU tests, then seed and vae fp16 NHWC (heuristics, tuned)
+#                                        and seed TF32 NHWC, tuned
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
 #                                        Nsight Compute on the depthwise rows whose name contains case)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
@@ -122,6 +124,27 @@ ddp)
     save
     TAILN=12 step ddp 220 python -m torch.distributed.run --nproc_per_node=2 benchmarks/ddp_train.py --model resnet50 \
         --steps 200 --batch 16 --single "$R/train.json" --json "$R/ddp.json"
+    save
+    ;;
+tma)
+    # Wide stride-1 rows on tma_rows (issue 4's seed001 and vae rows, issue 8's TF32 NHWC).
+    TAILN=4 step tests-tma 240 python -m pytest -q -p no:cacheprovider -n 8 \
+        -k "${TESTS:-tma_rows or replayed or forward_launchers or hopper}" \
+        tests/test_conv2d.py tests/test_call_plans.py tests/test_sass.py tests/test_tuning.py
+    for suite in seed vae; do
+        TAILN=3 step "$suite-heuristics" 60 python -m tileconv bench --suite $suite \
+            --json "$R/$suite-float16-nhwc-heuristics.json"
+    done
+    save
+    TAILN=2 step tune-seed 90 python -m tileconv tune --suite seed
+    TAILN=2 step tune-vae 90 python -m tileconv tune --suite vae
+    TAILN=2 step tune-seed-tf32 90 python -m tileconv tune --suite seed --dtype tf32
+    save
+    for suite in seed vae; do
+        TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
+            --plot "$R/$suite-float16-nhwc.png"
+    done
+    TAILN=3 step seed-tf32 60 python -m tileconv bench --suite seed --dtype tf32 --json "$R/seed-tf32-nhwc.json"
     save
     ;;
 direct)

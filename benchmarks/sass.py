@@ -33,12 +33,13 @@ from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 import tileconv.kernels.launch as launch  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.dispatch.heuristics import default_config  # noqa: E402
+from tileconv.kernels import LaunchConfig  # noqa: E402
 from tileconv.testing import random_inputs  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
-OPS = ("HGMMA", "HMMA", "UTMALDG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
-KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
+OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel")
 
 
@@ -102,17 +103,19 @@ def _sass_counts(cubin: bytes) -> dict[str, int]:
     return counts
 
 
-def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | None = None) -> dict:
+def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | None = None,
+            config: LaunchConfig | None = None) -> dict:
     """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS.
     ``int64``: compile the kernel's int64-index variant (which the small CPU tensors used
     here would not select), so that it is at least known to compile. ``which``: which of
     the algorithm's launches to compile where it makes more than one (im2row's and
-    staged_nhwc's copy and GEMM). staged_nhwc and gemm_1x1_nchw run on the problem's NCHW form."""
-    case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped") for c in get_suite(suite)
+    staged_nhwc's copy and GEMM). ``config``: a launch config instead of the heuristics'
+    (tma_rows's one-tile-a-program form). staged_nhwc and gemm_1x1_nchw run on the problem's NCHW form."""
+    case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped", "vae") for c in get_suite(suite)
                 if c.name == case_name)
     layout = "nchw" if algorithm in ("staged_nhwc", "gemm_1x1_nchw") else "nhwc"
     problem = case.problem(torch.float16, layout, "bias_relu", batch=2)
-    config = default_config(problem, algorithm)
+    config = config or default_config(problem, algorithm)
     inputs = random_inputs(problem, "cpu", seed=0)
     out = torch.empty(problem.output_shape, dtype=problem.dtype)
     if layout == "nhwc":
@@ -123,6 +126,7 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
         for name, recorder in recorders.items():
             setattr(launch, name, recorder)
         launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
+                    "tma_rows": launch.launch_tma_rows,
                     "grouped_gemm": launch.launch_grouped_gemm, "im2row": launch.launch_im2row,
                     "staged_nhwc": launch.launch_staged_nhwc, "gemm_1x1_nchw": launch.launch_gemm_1x1_nchw,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
@@ -228,11 +232,13 @@ CASES = [
     ("im2row", "r50 stem 7x7/2"),
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
+    ("tma_rows", "vae c512 hw128 k512"),
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
 # them here catches type errors in those branches on every CI run.
 INT64_CASES = [
     ("implicit_gemm", "r50 c64 hw56 k64 3x3/1"),
+    ("tma_rows", "vae c512 hw128 k512"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
@@ -246,6 +252,7 @@ BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1"),
     ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
 ]
+TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem.
 FORCED_BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
@@ -267,6 +274,8 @@ def main() -> int:
     rows += [inspect("depthwise_toeplitz", "replknet dw31x31 c128 hw56", int64, which="to_padded_planes_kernel")
              for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True, which=main_kernel.get(algorithm)) for algorithm, case in INT64_CASES]
+    # tma_rows's heuristics pick its persistent form (TMA stores); the one-tile form stores by pointer.
+    rows += [inspect("tma_rows", "vae c512 hw128 k512", int64, config=TMA_ROWS_ONE_TILE) for int64 in (False, True)]
     rows.append(inspect_ladder("ladder2_tiled", "seed001 c64 hw64 k128"))
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)

@@ -265,11 +265,12 @@ def test_a_misaligned_view_gets_its_own_plan(seed: int):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algo", ["gemm_1x1", "split_k"])
+@pytest.mark.parametrize("algo", ["gemm_1x1", "split_k", "tma_rows"])
 def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str):
     """gemm_1x1 reads its operands through TMA descriptors, which a replay describes again
     over each call's tensors; split-K sums partial results in a scratch tensor, which a
-    replay allocates afresh (two launches per call)."""
+    replay allocates afresh (two launches per call). tma_rows (persistent) has three
+    descriptors: a 4D view of the input, a 3D view of the derived weight, the output."""
     from tileconv import dispatch
     from tileconv.kernels import ALGORITHMS, LaunchConfig
 
@@ -277,7 +278,11 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
     monkeypatch.setattr(call_plans, "_plans", {})
     original = dispatch.select
 
+    r = 3 if algo == "tma_rows" else 1
+
     def tma(problem, algo_=algo, device=None):
+        if algo == "tma_rows" and (problem.r, problem.s) == (3, 3):
+            return ALGORITHMS["tma_rows"], LaunchConfig(64, 64, 64, 8, 4, 3, persistent=1)
         if (problem.r, problem.s) == (1, 1):
             if algo == "gemm_1x1":
                 return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)
@@ -286,16 +291,16 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
 
     monkeypatch.setattr(dispatch, "select", tma)
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    weight = torch.randn(96, 64, 1, 1, generator=gen, device="cuda", dtype=torch.float16) / 8
+    weight = torch.randn(96, 64, r, r, generator=gen, device="cuda", dtype=torch.float16) / (8 * r)
     bias = torch.randn(96, generator=gen, device="cuda", dtype=torch.float16)
     for call in range(3):
         x = torch.randn(4, 64, 20, 20, generator=gen, device="cuda", dtype=torch.float16)
         x = x.contiguous(memory_format=torch.channels_last)
         torch.full((4, 96, 20, 20), float("nan"), device="cuda", dtype=torch.float16)
         with torch.no_grad():
-            out = tileconv.conv2d(x, weight, bias, activation="relu")
-        ref = tileconv.conv2d_reference(x, weight, bias, activation="relu")
-        problem = tileconv.problem_from_arguments(x, weight, bias, activation="relu")
+            out = tileconv.conv2d(x, weight, bias, padding=r // 2, activation="relu")
+        ref = tileconv.conv2d_reference(x, weight, bias, padding=r // 2, activation="relu")
+        problem = tileconv.problem_from_arguments(x, weight, bias, padding=r // 2, activation="relu")
         assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
     assert call_plans.stats()["plans"] == 1 and call_plans.stats()["replays"] >= 2
 
@@ -361,7 +366,8 @@ def _aten_ops(call) -> set[str]:
 @pytest.mark.gpu
 @pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
-                                             ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32)])
+                                             ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
+                                             ("tma_rows", 1, 32)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an

@@ -83,7 +83,8 @@ class Case:
         parts.append(self.algo)
         if self.config is not None:
             cfg = self.config
-            parts.append(f"cfg{cfg.block_m}.{cfg.block_n}.{cfg.block_k}.{cfg.group_m}" + ("f" if cfg.fuse_sc else ""))
+            parts.append(f"cfg{cfg.block_m}.{cfg.block_n}.{cfg.block_k}.{cfg.group_m}" + ("f" if cfg.fuse_sc else "")
+                         + ("p" if cfg.persistent else ""))
         return "-".join(parts)
 
     def arguments(self) -> tuple:
@@ -356,6 +357,24 @@ CONFIG_CASES = [
          algo="gemm_1x1", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
     Case(2, 12, 4, 3, 20, 1, 1, dtype="fp32", layout="nhwc", bias=True,
          algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2)),
+    # tma_rows (4D input box per tap, zero fill as the halo): 16-pixel segments over 20-wide
+    # rows (the second runs past the row's end), 16 of K = 20 (tail), 16 of C = 24 (the
+    # channel tail reads zeros on both operands), dilation 2 with uneven padding; the whole
+    # epilogue. The same problem on the persistent form (3 programs walk 30 tiles, each
+    # tile's TMA store clipped at the row's end and past K).
+    Case(2, 24, 5, 20, 20, 3, 3, padding=(2, 3), dilation=2, dtype="fp16", layout="nhwc", bias=True,
+         residual=True, activation="relu", algo="tma_rows", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
+    Case(2, 24, 5, 20, 20, 3, 3, padding=(2, 3), dilation=2, dtype="fp16", layout="nhwc", bias=True,
+         residual=True, activation="relu", algo="tma_rows", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1)),
+    # ... bf16 (multiplied in fp32 under the interpreter), 'same' padding of an even filter
+    # (1 before, 2 after); a 32-pixel segment longer than the 9-wide row; K = 8 in a 16 tile.
+    Case(1, 16, 6, 9, 8, 4, 4, padding="same", dtype="bf16", layout="nhwc", activation="silu",
+         algo="tma_rows", config=LaunchConfig(32, 16, 16, 8, 4, 3, persistent=1)),
+    # ... strict fp32 (3xTF32 dots) and TF32, a 1x5 filter, 1x1 with no padding.
+    Case(2, 8, 4, 11, 16, 1, 5, padding=(0, 2), dtype="fp32", layout="nhwc", bias=True,
+         algo="tma_rows", config=LaunchConfig(16, 16, 16, 4, 4, 2, persistent=1)),
+    Case(1, 12, 3, 7, 24, 1, 1, dtype="tf32", layout="nhwc", residual=True, activation="gelu",
+         algo="tma_rows", config=LaunchConfig(16, 16, 16, 4, 4, 2)),
     # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
     Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.

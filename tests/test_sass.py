@@ -31,15 +31,18 @@ def test_fast_paths_use_hopper_instructions():
         if algorithm == "staged_nhwc" and row["kernel"] == "to_channels_last_kernel":  # wide both ways
             assert row["LDG.128"] > 0 and row["STG.128"] > 0 and row["LDG.128"] == row["LDG"], where
             continue
-        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row", "staged_nhwc", "gemm_1x1_nchw"):
+        if algorithm in ("implicit_gemm", "gemm_1x1", "tma_rows", "grouped_gemm", "im2row", "staged_nhwc",
+                         "gemm_1x1_nchw"):
             assert row["HGMMA"] > 0 and row["HMMA"] == 0, "no wgmma: " + where
         # NHWC outputs, and gemm_1x1_nchw's pixel rows (staged_nhwc's NCHW output is a gather)
-        if algorithm in ("implicit_gemm", "gemm_1x1", "grouped_gemm", "im2row", "gemm_1x1_nchw"):
+        if algorithm == "tma_rows" and row["kernel"] == "conv2d_tma_rows_persistent_kernel":
+            assert row["UTMASTG"] > 0 and row["STG"] == 0, "the persistent form stores by TMA: " + where
+        elif algorithm in ("implicit_gemm", "gemm_1x1", "tma_rows", "grouped_gemm", "im2row", "gemm_1x1_nchw"):
             assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where
         if algorithm in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc", "gemm_1x1_nchw"):
             assert row["LDGSTS"] > 0, "operand loads are not cp.async: " + where
-        if algorithm == "gemm_1x1":
-            assert row["UTMALDG"] > 0, "operand loads are not TMA bulk copies: " + where
+        if algorithm in ("gemm_1x1", "tma_rows"):  # both operands by TMA: no cp.async, no gathers
+            assert row["UTMALDG"] > 0 and row["LDGSTS"] == 0, "operand loads are not TMA bulk copies: " + where
         if algorithm == "ladder2_tiled":  # the ladder's CUDA-core step: no tensor cores at all
             assert row["FFMA"] > 0 and row["HGMMA"] == 0 and row["HMMA"] == 0, where
         if algorithm == "depthwise_toeplitz" and row["kernel"] == "to_padded_planes_kernel":  # channels read wide

@@ -25,6 +25,8 @@ from tileconv.dispatch import cache, clear_selection_cache, select
 from tileconv.dispatch import tune as tune_module
 from tileconv.dispatch.candidates import (
     MAX_ACCUMULATORS_PER_THREAD,
+    TMA_ROWS_BARRIER_BYTES,
+    TMA_ROWS_MIN_RACE_WIDTH,
     DeviceLimits,
     algorithms_to_try,
     candidates,
@@ -34,6 +36,7 @@ from tileconv.dispatch.candidates import (
     implicit_gemm_candidates,
     implicit_gemm_shared_memory,
     reduction_slice,
+    tma_rows_shared_memory,
     toeplitz_shared_memory,
 )
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
@@ -264,6 +267,13 @@ def test_candidates_respect_the_constraints(limits):
                 assert min(config.block_m, config.block_n, config.block_k) >= 16, where
                 assert implicit_gemm_shared_memory(gemm, config) <= limits.shared_memory_budget, where
                 assert limits.shared_memory_budget <= 0.9 * limits.shared_memory_bytes
+            elif name == "tma_rows":  # row segments of at least wgmma's 64, tiles within the problem, ring fits
+                fitted = config != default_config(problem, name)  # the interpreter's default is smaller
+                assert not fitted or 64 <= config.block_m <= max(64, triton.next_power_of_2(problem.out_w)), where
+                assert 16 <= config.block_n <= max(16, triton.next_power_of_2(problem.k)), where
+                assert 16 <= config.block_k <= max(16, triton.next_power_of_2(problem.c)), where
+                assert tma_rows_shared_memory(problem, config) <= limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES, where
+                assert problem.out_w >= TMA_ROWS_MIN_RACE_WIDTH, where
             elif name == "depthwise_toeplitz":  # banded GEMMs: tensor-core edges, reach, the ring fits
                 assert min(config.block_m, config.block_k) >= 16, where
                 assert toeplitz_reach(problem, config.block_k) <= MAX_TOEPLITZ_REACH, where
@@ -280,8 +290,10 @@ def test_candidates_respect_the_constraints(limits):
 
 
 def test_which_algorithms_race():
-    resnet = get_suite("resnet50")[3].problem()  # 1x1, stride 1, NHWC: the two tensor-core GEMMs
-    assert algorithms_to_try(resnet) == ["implicit_gemm", "gemm_1x1"]
+    resnet = get_suite("resnet50")[3].problem()  # 1x1, stride 1, NHWC, 56 wide: the three tensor-core GEMMs
+    assert algorithms_to_try(resnet) == ["implicit_gemm", "gemm_1x1", "tma_rows"]
+    narrow = get_suite("resnet50")[7].problem()  # 28 wide: most of a 64-pixel row segment wasted
+    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["implicit_gemm", "gemm_1x1"]
     strided = get_suite("resnet50")[8].problem()  # a 1x1 stride-2 downsample: no plain GEMM view
     assert strided.stride == (2, 2) and algorithms_to_try(strided) == ["implicit_gemm"]
     # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.

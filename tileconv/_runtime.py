@@ -21,3 +21,24 @@ def kernel_strides(tensor) -> tuple[int, ...]:
     the address 16-byte aligned and falls back to 2-byte loads (seen in the SASS of the
     1x1 convolutions), while Triton marks 0 as divisible by 16."""
     return tuple([0 if size == 1 else stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True)])
+
+
+# The interpreter runs programs one after another on the CPU: a persistent grid there needs
+# only a few programs to walk several tiles each (what its tests check).
+INTERPRETER_SM_COUNT = 3
+_sm_counts: dict[int, int] = {}
+
+
+def sm_count(device) -> int:
+    """Streaming multiprocessors of ``device`` (a CUDA device; a CPU tensor's device under
+    the interpreter gets :data:`INTERPRETER_SM_COUNT`). Read once per device: the property
+    query costs microseconds, and persistent launches ask on every call."""
+    if device.type != "cuda":
+        return INTERPRETER_SM_COUNT
+    index = device.index if device.index is not None else 0
+    count = _sm_counts.get(index)
+    if count is None:
+        import torch
+
+        count = _sm_counts[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return count

@@ -84,6 +84,16 @@ _GEMM_BASE_FP32_STRICT: tuple[tuple[int, int, int, int, int], ...] = (
     (32, 64, 32, 4, 3),
     (64, 32, 32, 4, 3),
 )
+# tma_rows (block_m, block_n, block_k, num_warps, num_stages, persistent), 16-bit and fp32:
+# the winners of benchmarks/probe_tma.py on an H200 (2026-11-23), best first.
+_TMA_ROWS_BASE: tuple[tuple[int, int, int, int, int, int], ...] = (
+    (128, 256, 64, 8, 3, 1), (128, 128, 64, 4, 4, 1), (64, 256, 64, 8, 4, 1), (64, 128, 64, 4, 5, 1),
+    (128, 128, 32, 4, 5, 1), (128, 128, 32, 4, 5, 0), (256, 128, 64, 8, 3, 1), (128, 128, 64, 4, 4, 0),
+)
+_TMA_ROWS_BASE_FP32: tuple[tuple[int, int, int, int, int, int], ...] = (
+    (128, 128, 32, 4, 4, 1), (64, 128, 32, 4, 5, 1), (128, 256, 32, 8, 3, 0), (128, 128, 32, 4, 4, 0),
+    (64, 128, 32, 4, 5, 0), (128, 256, 32, 8, 3, 1),
+)
 # Direct kernel (block_m pixels, block_n channels, num_warps). Channels are the contiguous
 # axis in NHWC (wide channel tiles, wide loads); in NCHW pixels are (tall pixel tiles).
 _DIRECT_BASE_NHWC: tuple[tuple[int, int, int], ...] = (
@@ -282,6 +292,44 @@ def staged_nhwc_candidates(problem: ConvProblem, limits: DeviceLimits | None = N
     return gemm_candidates(problem, limits, "staged_nhwc")
 
 
+# The narrowest output rows tma_rows races on: 48 of a 64-pixel segment (wgmma's height).
+TMA_ROWS_MIN_RACE_WIDTH = 48
+TMA_ROWS_BARRIER_BYTES = 1024  # tma_rows's shared memory beyond its tiles: mbarriers, alignment
+
+
+def tma_rows_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
+    """Bytes of tma_rows's operand ring, plus the persistent form's output tile (its TMA
+    store goes out of shared memory)."""
+    out_tile = config.block_m * config.block_n * problem.itemsize if config.persistent else 0
+    return implicit_gemm_shared_memory(problem, config) + out_tile
+
+
+def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated tma_rows configs: ``block_m`` (a row segment) no longer than the
+    row rounded up to a power of two (at least 64, wgmma's height), ``block_n`` no wider than
+    K, ``block_k`` no deeper than C; stages dropped until the ring fits."""
+    limits = limits or DeviceLimits()
+    start = default_config(problem, "tma_rows")
+    fitted = [start]
+    for block_m, block_n, block_k, num_warps, stages, persistent in (
+            _TMA_ROWS_BASE if problem.itemsize == 2 else _TMA_ROWS_BASE_FP32):
+        block_m = min(block_m, _pow2_at_least(problem.out_w, 64))
+        block_n = min(block_n, _pow2_at_least(problem.k, MIN_DOT_DIM))
+        if block_m * block_n <= 64 * 64:
+            num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
+        config = replace(start, block_m=block_m, block_n=block_n,
+                         block_k=min(block_k, _pow2_at_least(problem.c, MIN_DOT_DIM)), group_m=8,
+                         num_warps=num_warps, num_stages=stages, persistent=persistent)
+        # Bulk copies need no layout-conversion scratch: the ring and the output tile are
+        # nearly all (a 128x256x64 3-stage persistent fp16 config compiles to 213.5 KB).
+        budget = limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
+        while config.num_stages > 2 and tma_rows_shared_memory(problem, config) > budget:
+            config = replace(config, num_stages=config.num_stages - 1)
+        if tma_rows_shared_memory(problem, config) <= budget:
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 # --------------------------------------------------------------------- CUDA-core kernels
 def _fits_registers(block_m: int, block_n: int, num_warps: int) -> bool:
     return block_m * block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * num_warps
@@ -398,6 +446,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     # The TMA GEMM has the same tiles and shared-memory ring as the implicit GEMM.
     "gemm_1x1": gemm_1x1_candidates,
     "gemm_1x1_nchw": gemm_1x1_nchw_candidates,
+    "tma_rows": tma_rows_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "im2row": im2row_candidates,
     "staged_nhwc": staged_nhwc_candidates,
@@ -417,8 +466,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     """The algorithms worth measuring on ``problem``, the heuristics' choice first: every
     one that supports it, except a GEMM whose smallest tile would be under 1/16 useful,
     ``direct`` (the general CUDA-core kernel) unless the problem is thin, and
-    ``staged_nhwc`` for fewer than 16 channels a group, and ``depthwise_toeplitz`` for
-    filters narrower than 5 columns. On depthwise problems ``direct`` and ``depthwise`` both
+    ``staged_nhwc`` for fewer than 16 channels a group, ``depthwise_toeplitz`` for
+    filters narrower than 5 columns, and ``tma_rows`` for output rows under 48 pixels. On depthwise problems ``direct`` and ``depthwise`` both
     race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
@@ -434,6 +483,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue  # few channels: its GEMM gathers (s, c) slices anyway; im2row unrolls them
         if name == "depthwise_toeplitz" and problem.s < TOEPLITZ_MIN_WIDTH:
             continue  # a narrow filter fills too little of the band: S/JK useful
+        if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH:
+            continue  # most of each 64-pixel row segment would be past the row's end
         names.append(name)
     return names
 

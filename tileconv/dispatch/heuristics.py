@@ -20,6 +20,7 @@ from ..kernels.launch import (
     group_pack_factor,
     im2row_unsupported_reason,
     staged_nhwc_unsupported_reason,
+    tma_rows_unsupported_reason,
     toeplitz_reach,
 )
 from ..problem import ConvProblem
@@ -63,6 +64,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
         return "im2row"
+    if tma_rows_fits(problem):
+        return "tma_rows"
     if nchw_gemm_fits(problem):
         return "gemm_1x1_nchw"
     if staging_pays(problem):
@@ -75,6 +78,31 @@ def choose_algorithm(problem: ConvProblem) -> str:
             and problem.gemm_m >= 4096 and problem.itemsize == 2):
         return "gemm_1x1"
     return "implicit_gemm"
+
+
+# tma_rows tiles output rows in segments of 64 or 128 pixels: rows narrower than that waste
+# the rest of the segment. Measured on an H200 (2026-11-23, benchmarks/probe_tma.py, NHWC,
+# best config of each against cuDNN): with 64-pixel rows and wider, fp16 and TF32, 3x3 filters,
+# K >= 128, the persistent form won the VAE's rows (fp16 0.69x-0.88x on the implicit GEMM ->
+# 1.00x-1.27x; TF32 0.62x-0.71x -> 0.88x-1.07x) and the seed's C = 64 rows (fp16 0.64x-1.14x
+# -> 1.05x-1.25x); it lost the fp16 C = 32 rows at 64 pixels (1.32x / 1.04x against the
+# implicit GEMM's 1.78x / 1.27x: 4 reduction steps a tile, too few for its pipeline) and the
+# 56-wide ResNet-50 row (0.88x against 0.93x: 56/64 of each segment useful).
+TMA_ROWS_MIN_WIDTH = 64
+TMA_ROWS_MIN_K = 128
+
+
+def tma_rows_fits(problem: ConvProblem) -> bool:
+    """Whether a stride-1 NHWC problem should run on ``tma_rows``: rows at least
+    :data:`TMA_ROWS_MIN_WIDTH` pixels wide, a filter with taps, K >= :data:`TMA_ROWS_MIN_K`,
+    for 16-bit types C >= 64 unless rows are 128 wide; float32 with TF32 allowed only."""
+    if tma_rows_unsupported_reason(problem) is not None or problem.r * problem.s == 1:
+        return False
+    if problem.out_w < TMA_ROWS_MIN_WIDTH or problem.k < TMA_ROWS_MIN_K:
+        return False
+    if problem.itemsize == 4:  # TF32 measured; strict fp32 (3xTF32) not, it stays on the implicit GEMM
+        return problem.allow_tf32
+    return problem.c >= 64 or problem.out_w >= 2 * TMA_ROWS_MIN_WIDTH
 
 
 # staged_nhwc copies an NCHW input into channels_last (one read and one write of it) so that
@@ -149,6 +177,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_rows_config(problem)
     if algorithm == "depthwise_toeplitz":
         return _depthwise_toeplitz_config(problem)
+    if algorithm == "tma_rows":
+        return _tma_rows_config(problem)
     if INTERPRET:
         # The interpreter's cost is per program and per loop step: few, large tiles.
         if algorithm == "direct":
@@ -224,6 +254,29 @@ def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
         return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 2, 4), block_k=16, num_warps=1, num_stages=1)
     block_q = 32 if problem.out_w > 16 and toeplitz_reach(problem, 32) <= 64 else 16
     return LaunchConfig(block_m=64, block_n=1, block_k=block_q, num_warps=4, num_stages=3)
+
+
+def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
+    """Row segments of 128 pixels (64 for rows under 128), the persistent form; the tuned
+    winners of benchmarks/probe_tma.py on an H200 (2026-11-23): fp16 128x256x64 w8 s3 for
+    K >= 256 and 128x128x64 w4 s4 below (64x256x64 w8 s4 / 64x128x64 w4 s5 on 64-pixel
+    rows), half the depth and one more stage for C = 32; TF32 128x128x32 w4 s4 (64x128x32
+    w4 s5). Under the interpreter: small tiles, still persistent (three programs walk the
+    tiles there)."""
+    block_k = _pow2_between(problem.c, 16, 64 if problem.itemsize == 2 else 32)
+    if INTERPRET:
+        return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 16, 32), block_k=min(block_k, 32),
+                            num_warps=1, num_stages=1, persistent=1)
+    block_m = 128 if problem.out_w >= 128 else 64
+    if problem.itemsize == 4:
+        return LaunchConfig(block_m=block_m, block_n=128, block_k=block_k, num_warps=4,
+                            num_stages=4 if block_m == 128 else 5, persistent=1)
+    if block_k < 64:
+        return LaunchConfig(block_m=block_m, block_n=128, block_k=block_k, num_warps=4, num_stages=5, persistent=1)
+    wide_n = problem.k >= 256
+    stages = (3 if block_m == 128 else 4) if wide_n else (4 if block_m == 128 else 5)
+    return LaunchConfig(block_m=block_m, block_n=256 if wide_n else 128, block_k=block_k,
+                        num_warps=8 if wide_n else 4, num_stages=stages, persistent=1)
 
 
 # --------------------------------------------------------------------- backward

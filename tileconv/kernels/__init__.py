@@ -4,6 +4,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
 - ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
+- ``tma_rows`` (:mod:`.implicit_gemm_tma`): stride-1 NHWC convolutions, each tile a segment
+  of an output row, both operands by TMA (the padding halo is the copy engine's zero fill).
 - ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
@@ -63,7 +65,9 @@ from .launch import (
     launch_im2row,
     launch_implicit_gemm,
     launch_staged_nhwc,
+    launch_tma_rows,
     staged_nhwc_unsupported_reason,
+    tma_rows_unsupported_reason,
 )
 
 Launcher = Callable[..., None]
@@ -107,6 +111,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "1x1 stride-1 NHWC convolution as a GEMM fed by bulk tensor copies (TMA)",
         launch_gemm_1x1,
         gemm_1x1_unsupported_reason,
+    ),
+    "tma_rows": Algorithm(
+        "tma_rows",
+        "stride-1 NHWC implicit GEMM over output-row segments, both operands by bulk tensor copies (TMA)",
+        launch_tma_rows,
+        tma_rows_unsupported_reason,
     ),
     "gemm_1x1_nchw": Algorithm(
         "gemm_1x1_nchw",

@@ -12,7 +12,7 @@ from dataclasses import replace
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import INT32_LIMIT, cdiv, kernel_strides
+from .._runtime import INT32_LIMIT, cdiv, kernel_strides, sm_count
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .depthwise import conv2d_depthwise_kernel
@@ -25,6 +25,7 @@ from .gemm_1x1 import conv1x1_tma_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
+from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel
 from .weights import (
     block_diagonal_weight,
@@ -169,6 +170,68 @@ def launch_gemm_1x1(
         INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
+
+
+def tma_rows_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_tma_rows` cannot run ``problem`` (None if it can)."""
+    if problem.stride != (1, 1):
+        return "its input segments are contiguous rows only for stride 1"
+    if problem.groups != 1:
+        return "it needs groups=1 (a group's channel tail would read the next group's channels)"
+    if problem.layout != "nhwc":
+        return "it reads the input through a 4D NHWC tensor descriptor: it needs channels_last"
+    if (problem.c * problem.itemsize) % 16:
+        return "bulk tensor copies need rows of a multiple of 16 bytes (C * itemsize)"
+    if problem.n * problem.out_h * cdiv(problem.out_w, 16) * cdiv(problem.k, 16) >= INT32_LIMIT:
+        return "its grid of row segments would pass 2**31 programs"
+    return None
+
+
+def launch_tma_rows(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_tma_rows_kernel`: each program one segment of ``config.block_m``
+    pixels of an output row, both operands by bulk tensor copy; with ``config.persistent``,
+    :func:`conv2d_tma_rows_persistent_kernel` on one program an SM (an output the copy engine
+    cannot describe takes the first form's pointer stores). A tensor the copy engine
+    cannot describe (a start that is not 16-byte aligned, strides that are not multiples of
+    16 bytes: a sliced view) runs on the implicit GEMM instead, with the same result."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: tma_rows has no split-K (use implicit_gemm)")
+    w3d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s, problem.c)
+    x4d = x.permute(0, 2, 3, 1)  # (N, H, W, C): a view, C contiguous for a channels_last input
+    if not (_describable(x4d, problem.itemsize) and _describable(w3d, problem.itemsize)):
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+    x_desc = TensorDescriptor.from_tensor(x4d, [1, 1, config.block_m, config.block_k])
+    w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    sizes = [problem.n, problem.out_h, problem.out_w, problem.k, problem.c,
+             problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
+    constexprs = dict(**epilogue, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                      GROUP_M=config.group_m, **dot_constexprs(problem), INT64=needs_int64(problem),
+                      num_warps=config.num_warps, num_stages=config.num_stages)
+    tiles = problem.n * problem.out_h * cdiv(problem.out_w, config.block_m) * cdiv(problem.k, config.block_n)
+    out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
+    if config.persistent and _describable(out4d, problem.itemsize):
+        out_desc = TensorDescriptor.from_tensor(out4d, [1, 1, config.block_m, config.block_n])
+        return launch(conv2d_tma_rows_persistent_kernel, (min(tiles, sm_count(out.device)),),
+                      x_desc, w_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], problem.r, problem.s,
+                      **constexprs)
+    return launch(conv2d_tma_rows_kernel, (tiles,),
+                  x_desc, w_desc, *pointers, *sizes, *epilogue_strides, problem.r, problem.s, **constexprs)
+
+
+def _describable(t: torch.Tensor, itemsize: int) -> bool:
+    """Whether the copy engine can address ``t``: 16-byte aligned start, last dimension
+    contiguous, the other strides multiples of 16 bytes."""
+    return (t.data_ptr() % 16 == 0 and t.stride(-1) == 1
+            and all(stride * itemsize % 16 == 0 for stride in t.stride()[:-1]))
 
 
 MAX_GRID_Y = 65535  # CUDA's limit on a grid's second and third axes
