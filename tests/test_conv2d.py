@@ -357,6 +357,10 @@ CONFIG_CASES = [
          algo="gemm_1x1", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
     Case(2, 12, 4, 3, 20, 1, 1, dtype="fp32", layout="nhwc", bias=True,
          algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2)),
+    # ... its persistent form: 3 programs walk 5 x 3 tiles (M = 70, K = 40 in 16-wide tiles:
+    # tails on both), each stored by TMA, clipped at the edges; bf16 with the whole epilogue.
+    Case(2, 24, 5, 7, 40, 1, 1, dtype="bf16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1)),
     # tma_rows (4D input box per tap, zero fill as the halo): 16-pixel segments over 20-wide
     # rows (the second runs past the row's end), 16 of K = 20 (tail), 16 of C = 24 (the
     # channel tail reads zeros on both operands), dilation 2 with uneven padding; the whole

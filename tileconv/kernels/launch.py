@@ -21,7 +21,7 @@ from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .direct import conv2d_direct_kernel
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
-from .gemm_1x1 import conv1x1_tma_kernel
+from .gemm_1x1 import conv1x1_tma_kernel, conv1x1_tma_persistent_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
@@ -149,9 +149,10 @@ def launch_gemm_1x1(
     out: torch.Tensor,
     config: LaunchConfig,
 ):
-    """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input. A
-    tensor whose start is not 16-byte aligned (a sliced view) cannot be described for the
-    copy engine; it runs on the implicit GEMM instead, with the same result."""
+    """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input; with
+    ``config.persistent`` and a channels_last output, :func:`conv1x1_tma_persistent_kernel`
+    on one program an SM. A tensor whose start is not 16-byte aligned (a sliced view) cannot
+    be described for the copy engine; it runs on the implicit GEMM instead, with the same result."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
@@ -161,15 +162,22 @@ def launch_gemm_1x1(
     a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    grid = (cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n),)
-    return launch(conv1x1_tma_kernel, grid,
-        a_desc, b_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
-        *epilogue_strides, **epilogue,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-        **dot_constexprs(problem),
-        INT64=needs_int64(problem),
-        num_warps=config.num_warps, num_stages=config.num_stages,
-    )
+    tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
+    constexprs = dict(**epilogue, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                      GROUP_M=config.group_m, **dot_constexprs(problem), INT64=needs_int64(problem),
+                      num_warps=config.num_warps, num_stages=config.num_stages)
+    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w]
+    out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if _is_channels_last(out) else None
+    if config.persistent and out2d is not None and _describable(out2d, problem.itemsize):
+        out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
+        return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
+                      a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], **constexprs)
+    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, **constexprs)
+
+
+def _is_channels_last(t: torch.Tensor) -> bool:
+    """Whether the NCHW-shaped ``t`` is a dense channels_last block (its (N*H*W, C) view is a view)."""
+    return t.is_contiguous(memory_format=torch.channels_last)
 
 
 def tma_rows_unsupported_reason(problem: ConvProblem) -> str | None:
