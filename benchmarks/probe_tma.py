@@ -2,6 +2,7 @@
 against the implicit GEMM and cuDNN on the stride-1 dense rows, fp16 and TF32, NHWC.
 
     python3 benchmarks/probe_tma.py [fp16|tf32|both]
+    python3 benchmarks/probe_tma.py r50        # ResNet-50's 1x1 stride-1 rows on gemm_1x1 instead
 
 Each row: cuDNN, the implicit GEMM with the heuristics' config, and a handful of pinned
 ``tma_rows`` configs; every output checked against a float32 reference. Not the benchmark of
@@ -42,7 +43,13 @@ def timed(fn):
     return do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3  # us
 
 
-def row(case, dtype, tf32):
+GEMM_1X1 = {False: [C(128, 128, 64, 8, 4, 4), C(128, 256, 64, 8, 8, 3), C(128, 64, 64, 8, 4, 4),
+                    C(64, 128, 64, 8, 4, 4), C(256, 128, 64, 8, 8, 3), C(64, 64, 64, 8, 4, 5)],
+            True: [C(128, 128, 32, 8, 4, 4), C(128, 256, 32, 8, 8, 3), C(128, 64, 32, 8, 4, 4),
+                   C(64, 128, 32, 8, 4, 4), C(64, 64, 32, 8, 4, 5)]}
+
+
+def row(case, dtype, tf32, other="tma_rows"):
     torch.backends.cudnn.allow_tf32 = tf32
     p = case.problem(dtype, "nhwc", allow_tf32=tf32)
     if tma_rows_unsupported_reason(p) is not None:
@@ -52,7 +59,8 @@ def row(case, dtype, tf32):
     t_cudnn = timed(lambda: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups))
     results = []
     igs = [("implicit_gemm", c) for c in [default_config(p, "implicit_gemm")] + IG[tf32]]
-    for algo, cfg in igs + [("tma_rows", c) for c in TMA[tf32]]:
+    others = TMA[tf32] if other == "tma_rows" else GEMM_1X1[tf32] + [replace(c, persistent=1) for c in GEMM_1X1[tf32]]
+    for algo, cfg in igs + [(other, c) for c in others]:
         if algo == "tma_rows" and cfg.block_m > 2 * p.out_w:
             continue
         try:
@@ -75,6 +83,12 @@ def row(case, dtype, tf32):
 
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "both"
+if mode == "r50":
+    for dtype, tf32 in ((torch.float16, False), (torch.float32, True)):
+        for case in get_suite("resnet50"):
+            if "1x1/1" in case.name:
+                row(case, dtype, tf32, "gemm_1x1")
+    sys.exit(0)
 cases = (get_suite("seed")[1:9] + get_suite("vae")[1:7]
          + [c for c in get_suite("resnet50") if c.name in ("r50 c64 hw56 k64 3x3/1", "r50 c128 hw28 k128 3x3/1")])
 for dtype, tf32 in ([(torch.float16, False)] if mode != "tf32" else []) + ([(torch.float32, True)] if mode != "fp16" else []):

@@ -11,6 +11,7 @@
 #   bash benchmarks/record.sh ddp        the training step under DDP on 2 GPUs (a machine with 2)
 #   bash benchmarks/record.sh tma        tma_rows: its GPU tests, then seed and vae fp16 NHWC (heuristics, tuned)
 #                                        and seed TF32 NHWC, tuned
+#   bash benchmarks/record.sh r50        resnet50 fp16 NHWC (heuristics, then tuned) and TF32 NHWC tuned
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
 #                                        Nsight Compute on the depthwise rows whose name contains case)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
@@ -145,6 +146,18 @@ tma)
             --plot "$R/$suite-float16-nhwc.png"
     done
     TAILN=3 step seed-tf32 60 python -m tileconv bench --suite seed --dtype tf32 --json "$R/seed-tf32-nhwc.json"
+    save
+    ;;
+r50)
+    # ResNet-50 in fp16 and TF32, channels_last (issue 4's resnet50 targets, issue 8's TF32 row).
+    TAILN=3 step r50-heuristics 60 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc-heuristics.json"
+    TAILN=2 step tune-r50 90 python -m tileconv tune --suite resnet50
+    save
+    TAILN=3 step r50 60 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc.json" \
+        --plot "$R/resnet50-float16-nhwc.png"
+    save
+    TAILN=2 step tune-r50-tf32 120 python -m tileconv tune --suite resnet50 --dtype tf32
+    TAILN=3 step r50-tf32 60 python -m tileconv bench --suite resnet50 --dtype tf32 --json "$R/resnet50-tf32-nhwc.json"
     save
     ;;
 direct)

@@ -291,9 +291,9 @@ def test_candidates_respect_the_constraints(limits):
 
 def test_which_algorithms_race():
     resnet = get_suite("resnet50")[3].problem()  # 1x1, stride 1, NHWC, 56 wide: the three tensor-core GEMMs
-    assert algorithms_to_try(resnet) == ["implicit_gemm", "gemm_1x1", "tma_rows"]
+    assert algorithms_to_try(resnet) == ["gemm_1x1", "implicit_gemm", "tma_rows"]
     narrow = get_suite("resnet50")[7].problem()  # 28 wide: most of a 64-pixel row segment wasted
-    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["implicit_gemm", "gemm_1x1"]
+    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["gemm_1x1", "implicit_gemm"]
     strided = get_suite("resnet50")[8].problem()  # a 1x1 stride-2 downsample: no plain GEMM view
     assert strided.stride == (2, 2) and algorithms_to_try(strided) == ["implicit_gemm"]
     # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.

@@ -269,8 +269,15 @@ def implicit_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None =
 
 
 def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
-    """The implicit GEMM's tiles, without split-K (the TMA kernel has none)."""
-    return [config for config in gemm_candidates(problem, limits, "implicit_gemm") if config.split_k == 1]
+    """The implicit GEMM's tiles without split-K (the TMA kernel has none), each also in the
+    persistent form where its output tile fits beside the ring (the persistent ones first:
+    they won ResNet-50's 1x1 rows on an H200); the heuristics' config first of all."""
+    limits = limits or DeviceLimits()
+    tiles = [config for config in gemm_candidates(problem, limits, "implicit_gemm") if config.split_k == 1]
+    budget = limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
+    persistent = [replace(config, persistent=1) for config in tiles]
+    persistent = [config for config in persistent if tma_rows_shared_memory(problem, config) <= budget]
+    return list(dict.fromkeys([default_config(problem, "gemm_1x1"), *persistent, *tiles]))
 
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -298,8 +305,8 @@ TMA_ROWS_BARRIER_BYTES = 1024  # tma_rows's shared memory beyond its tiles: mbar
 
 
 def tma_rows_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
-    """Bytes of tma_rows's operand ring, plus the persistent form's output tile (its TMA
-    store goes out of shared memory)."""
+    """Bytes of tma_rows's (and gemm_1x1's) operand ring, plus the persistent form's output
+    tile (its TMA store goes out of shared memory)."""
     out_tile = config.block_m * config.block_n * problem.itemsize if config.persistent else 0
     return implicit_gemm_shared_memory(problem, config) + out_tile
 

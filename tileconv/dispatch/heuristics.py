@@ -70,12 +70,13 @@ def choose_algorithm(problem: ConvProblem) -> str:
         return "gemm_1x1_nchw"
     if staging_pays(problem):
         return "staged_nhwc"
-    # Long, wide 1x1 GEMMs: the TMA kernel. Measured on an H200 (2026-11-22, fp16 NHWC):
-    # M = K = 4096 at C = 1024 / 4096 took 62.8 / 203 us against the implicit GEMM's
-    # 100 / 324; on ResNet-50's 1x1 layers (M <= 6272 at C >= 1024, K <= 2048) it lost
-    # (33-43 us against 20-28), so it is kept to large M, C and K.
-    if (gemm_1x1_unsupported_reason(problem) is None and problem.c >= 1024 and problem.k >= 1024
-            and problem.gemm_m >= 4096 and problem.itemsize == 2):
+    # 1x1 stride-1 NHWC convolutions are plain GEMMs: the TMA kernel. Measured on an H200
+    # (2026-11-22, fp16): one tile a program, it won only large GEMMs (M = K = 4096 at
+    # C = 1024 / 4096: 62.8 / 203 us against the implicit GEMM's 100 / 324). Its persistent
+    # form (2026-11-23, benchmarks/probe_tma.py r50) won all twelve of ResNet-50's 1x1 stride-1
+    # rows over the implicit GEMM, fp16 and TF32 (fp16 0.60x-0.83x of cuDNN -> 0.77x-1.11x;
+    # TF32 0.48x-1.07x -> 0.84x-1.23x), most with 128x128 tiles, 4 warps, 4 stages.
+    if gemm_1x1_unsupported_reason(problem) is None and (problem.itemsize == 2 or problem.allow_tf32):
         return "gemm_1x1"
     return "implicit_gemm"
 
@@ -179,6 +180,14 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_toeplitz_config(problem)
     if algorithm == "tma_rows":
         return _tma_rows_config(problem)
+    if algorithm == "gemm_1x1" and not INTERPRET and not (
+            problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
+        # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
+        # 128x64 for K <= 64, 4 warps, 4 stages. Large GEMMs keep the implicit GEMM's tiles,
+        # one a program, as measured.
+        return LaunchConfig(block_m=128, block_n=64 if problem.k <= 64 else 128,
+                            block_k=_pow2_between(problem.c, 16, 64 if problem.itemsize == 2 else 32),
+                            group_m=8, num_warps=4, num_stages=4, persistent=1)
     if INTERPRET:
         # The interpreter's cost is per program and per loop step: few, large tiles.
         if algorithm == "direct":
