@@ -252,7 +252,7 @@ BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1"),
     ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
 ]
-TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)
+TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem.
 FORCED_BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
@@ -274,8 +274,10 @@ def main() -> int:
     rows += [inspect("depthwise_toeplitz", "replknet dw31x31 c128 hw56", int64, which="to_padded_planes_kernel")
              for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True, which=main_kernel.get(algorithm)) for algorithm, case in INT64_CASES]
-    # tma_rows's heuristics pick its persistent form (TMA stores); the one-tile form stores by pointer.
+    # tma_rows's and gemm_1x1's heuristics pick their persistent forms (TMA stores); the
+    # one-tile forms store by pointer.
     rows += [inspect("tma_rows", "vae c512 hw128 k512", int64, config=TMA_ROWS_ONE_TILE) for int64 in (False, True)]
+    rows.append(inspect("gemm_1x1", "r50 c64 hw56 k64 1x1/1", config=TMA_ROWS_ONE_TILE))  # gemm_1x1's one-tile form
     rows.append(inspect_ladder("ladder2_tiled", "seed001 c64 hw64 k128"))
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)

@@ -35,7 +35,7 @@ def test_fast_paths_use_hopper_instructions():
                          "gemm_1x1_nchw"):
             assert row["HGMMA"] > 0 and row["HMMA"] == 0, "no wgmma: " + where
         # NHWC outputs, and gemm_1x1_nchw's pixel rows (staged_nhwc's NCHW output is a gather)
-        if algorithm == "tma_rows" and row["kernel"] == "conv2d_tma_rows_persistent_kernel":
+        if row["kernel"].endswith("_persistent_kernel"):  # tma_rows's and gemm_1x1's persistent forms
             assert row["UTMASTG"] > 0 and row["STG"] == 0, "the persistent form stores by TMA: " + where
         elif algorithm in ("implicit_gemm", "gemm_1x1", "tma_rows", "grouped_gemm", "im2row", "gemm_1x1_nchw"):
             assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where

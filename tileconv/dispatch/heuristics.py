@@ -277,14 +277,15 @@ def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
         return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 16, 32), block_k=min(block_k, 32),
                             num_warps=1, num_stages=1, persistent=1)
     block_m = 128 if problem.out_w >= 128 else 64
+    block_n = _pow2_between(problem.k, 16, 128)  # no wider than K
     if problem.itemsize == 4:
-        return LaunchConfig(block_m=block_m, block_n=128, block_k=block_k, num_warps=4,
+        return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=4,
                             num_stages=4 if block_m == 128 else 5, persistent=1)
     if block_k < 64:
-        return LaunchConfig(block_m=block_m, block_n=128, block_k=block_k, num_warps=4, num_stages=5, persistent=1)
+        return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=4, num_stages=5, persistent=1)
     wide_n = problem.k >= 256
     stages = (3 if block_m == 128 else 4) if wide_n else (4 if block_m == 128 else 5)
-    return LaunchConfig(block_m=block_m, block_n=256 if wide_n else 128, block_k=block_k,
+    return LaunchConfig(block_m=block_m, block_n=256 if wide_n else block_n, block_k=block_k,
                         num_warps=8 if wide_n else 4, num_stages=stages, persistent=1)
 
 
