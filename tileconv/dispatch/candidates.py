@@ -317,9 +317,14 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     K, ``block_k`` no deeper than C; stages dropped until the ring fits."""
     limits = limits or DeviceLimits()
     start = default_config(problem, "tma_rows")
-    fitted = [start]
+    # Bulk copies need no layout-conversion scratch: the ring and the output tile are nearly
+    # all (a 128x256x64 3-stage persistent fp16 config compiles to 213.5 KB).
+    budget = limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
+    fitted = []
+    base = _TMA_ROWS_BASE if problem.itemsize == 2 else _TMA_ROWS_BASE_FP32
     for block_m, block_n, block_k, num_warps, stages, persistent in (
-            _TMA_ROWS_BASE if problem.itemsize == 2 else _TMA_ROWS_BASE_FP32):
+            (start.block_m, start.block_n, start.block_k, start.num_warps, start.num_stages, start.persistent),
+            *base):
         block_m = min(block_m, _pow2_at_least(problem.out_w, 64))
         block_n = min(block_n, _pow2_at_least(problem.k, MIN_DOT_DIM))
         if block_m * block_n <= 64 * 64:
@@ -327,9 +332,6 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
         config = replace(start, block_m=block_m, block_n=block_n,
                          block_k=min(block_k, _pow2_at_least(problem.c, MIN_DOT_DIM)), group_m=8,
                          num_warps=num_warps, num_stages=stages, persistent=persistent)
-        # Bulk copies need no layout-conversion scratch: the ring and the output tile are
-        # nearly all (a 128x256x64 3-stage persistent fp16 config compiles to 213.5 KB).
-        budget = limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
         while config.num_stages > 2 and tma_rows_shared_memory(problem, config) > budget:
             config = replace(config, num_stages=config.num_stages - 1)
         if tma_rows_shared_memory(problem, config) <= budget:
