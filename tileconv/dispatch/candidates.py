@@ -126,6 +126,13 @@ class DeviceLimits:
     def shared_memory_budget(self) -> int:
         return int(self.shared_memory_bytes * SHARED_MEMORY_FRACTION)
 
+    @property
+    def bulk_copy_budget(self) -> int:
+        """Shared memory the TMA kernels' tiles (ring and output tile) may take: they need no
+        layout-conversion scratch, so nearly all of it (a 128x256x64 3-stage persistent fp16
+        config compiles to 213.5 KB)."""
+        return self.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
+
     @classmethod
     def of(cls, device: torch.device | str | None) -> DeviceLimits:
         """The limits of a CUDA device; H100 values for anything else."""
@@ -271,13 +278,13 @@ def implicit_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None =
 def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """The implicit GEMM's tiles without split-K (the TMA kernel has none), each also in the
     persistent form where its output tile fits beside the ring (the persistent ones first:
-    they won ResNet-50's 1x1 rows on an H200); the heuristics' config first of all."""
+    they won ResNet-50's 1x1 rows on an H200); the heuristics' config first of all. Every
+    one fits the device's shared memory."""
     limits = limits or DeviceLimits()
     tiles = [config for config in gemm_candidates(problem, limits, "implicit_gemm") if config.split_k == 1]
-    budget = limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
     persistent = [replace(config, persistent=1) for config in tiles]
-    persistent = [config for config in persistent if tma_rows_shared_memory(problem, config) <= budget]
-    return list(dict.fromkeys([default_config(problem, "gemm_1x1"), *persistent, *tiles]))
+    return list(dict.fromkeys(config for config in [default_config(problem, "gemm_1x1"), *persistent, *tiles]
+                              if tma_rows_shared_memory(problem, config) <= limits.bulk_copy_budget))
 
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -317,9 +324,7 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     K, ``block_k`` no deeper than C; stages dropped until the ring fits."""
     limits = limits or DeviceLimits()
     start = default_config(problem, "tma_rows")
-    # Bulk copies need no layout-conversion scratch: the ring and the output tile are nearly
-    # all (a 128x256x64 3-stage persistent fp16 config compiles to 213.5 KB).
-    budget = limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES
+    budget = limits.bulk_copy_budget
     fitted = []
     base = _TMA_ROWS_BASE if problem.itemsize == 2 else _TMA_ROWS_BASE_FP32
     for block_m, block_n, block_k, num_warps, stages, persistent in (

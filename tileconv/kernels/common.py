@@ -60,6 +60,31 @@ def swizzle_tile(pid, num_m, num_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
+def dot_acc(a, b, acc, DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr):
+    """acc + a @ b on the tensor cores (``DOT_PRECISION``: see config.dot_constexprs). Under
+    the interpreter bf16 tiles are multiplied in fp32 (``UPCAST_DOT``): its bf16 dot is wrong."""
+    if UPCAST_DOT:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+
+
+@triton.jit
+def next_reduction_step(c0, tap_s, tap_r, C, S, BLOCK_K: tl.constexpr):
+    """An implicit GEMM's next (channel block, filter column, filter row), by scalar counters
+    and no division: past the last channel block the next column, past the last column the
+    next row."""
+    c0 += BLOCK_K
+    next_tap = c0 >= C
+    c0 = tl.where(next_tap, 0, c0)
+    tap_s = tl.where(next_tap, tap_s + 1, tap_s)
+    next_row = tap_s >= S
+    tap_s = tl.where(next_row, 0, tap_s)
+    tap_r = tl.where(next_row, tap_r + 1, tap_r)
+    return c0, tap_s, tap_r
+
+
+@triton.jit
 def pixel_count(N, P, Q, INT64: tl.constexpr):
     """N*P*Q, the GEMM's M (or any N x rows x columns count): in int64 when ``INT64``, where
     the product itself may pass 2**31."""

@@ -18,7 +18,7 @@ during this tile's epilogue, which leaves through a TMA store (the pattern that 
 import triton
 import triton.language as tl
 
-from .common import epilogue, output_pixels, store_output_tile, swizzle_tile
+from .common import dot_acc, epilogue, output_pixels, store_output_tile, swizzle_tile
 
 
 @triton.jit
@@ -41,10 +41,7 @@ def conv1x1_tma_kernel(
     for k0 in range(0, tl.cdiv(C, BLOCK_K)):
         a = a_desc.load([pid_m * BLOCK_M, k0 * BLOCK_K])
         b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
-        if UPCAST_DOT:
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
-        acc = tl.dot(a, b.T, acc, input_precision=DOT_PRECISION)
+        acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -79,10 +76,7 @@ def conv1x1_tma_persistent_kernel(
         for k0 in range(0, tl.cdiv(C, BLOCK_K)):
             a = a_desc.load([pid_m * BLOCK_M, k0 * BLOCK_K])
             b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
-            if UPCAST_DOT:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            acc = tl.dot(a, b.T, acc, input_precision=DOT_PRECISION)
+            acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         if INT64:

@@ -22,7 +22,7 @@ single store.
 import triton
 import triton.language as tl
 
-from .common import output_pixels, pixel_count, store_output_tile, swizzle_tile
+from .common import next_reduction_step, output_pixels, pixel_count, store_output_tile, swizzle_tile
 
 
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
@@ -162,14 +162,7 @@ def conv2d_implicit_gemm_kernel(
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
-            # Next channel block; past the last one, the next filter column, then row.
-            c0 += BLOCK_K
-            next_tap = c0 >= C_PER_GROUP
-            c0 = tl.where(next_tap, 0, c0)
-            tap_s = tl.where(next_tap, tap_s + 1, tap_s)
-            next_row = tap_s >= S
-            tap_s = tl.where(next_row, 0, tap_s)
-            tap_r = tl.where(next_row, tap_r + 1, tap_r)
+            c0, tap_s, tap_r = next_reduction_step(c0, tap_s, tap_r, C_PER_GROUP, S, BLOCK_K)
 
     if SUB_K > 0:
         # A NaN/Inf input times the weight's zeros between groups is NaN, so any non-finite

@@ -35,7 +35,7 @@ The epilogue (bias, residual, activation) is the shared one. Two forms:
 import triton
 import triton.language as tl
 
-from .common import epilogue, store_output_tile, swizzle_tile
+from .common import dot_acc, epilogue, next_reduction_step, store_output_tile, swizzle_tile
 
 
 @triton.jit
@@ -49,20 +49,6 @@ def _segment_of(tile, N, P, Q, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, 
 
 
 @triton.jit
-def _next_step(c0, tap_s, tap_r, C, S, BLOCK_K: tl.constexpr):
-    """The reduction's next (channel block, filter column, filter row): scalar counters, no
-    division. Past the last channel block, the next column; past the last column, the next row."""
-    c0 += BLOCK_K
-    next_tap = c0 >= C
-    c0 = tl.where(next_tap, 0, c0)
-    tap_s = tl.where(next_tap, tap_s + 1, tap_s)
-    next_row = tap_s >= S
-    tap_s = tl.where(next_row, 0, tap_s)
-    tap_r = tl.where(next_row, tap_r + 1, tap_r)
-    return c0, tap_s, tap_r
-
-
-@triton.jit
 def _product(x_desc, w_desc, acc, n, ih, iw, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
              DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr):
@@ -70,10 +56,7 @@ def _product(x_desc, w_desc, acc, n, ih, iw, k0, c0, tap_r, tap_s, S, dil_h, dil
     where tap (0, 0) reads for the segment's first pixel; outside the input reads as zero."""
     a = x_desc.load([n, ih + tap_r * dil_h, iw + tap_s * dil_w, c0]).reshape(BLOCK_M, BLOCK_K)
     b = w_desc.load([k0, tap_r * S + tap_s, c0]).reshape(BLOCK_N, BLOCK_K)
-    if UPCAST_DOT:
-        a = a.to(tl.float32)
-        b = b.to(tl.float32)
-    return tl.dot(a, b.T, acc, input_precision=DOT_PRECISION)
+    return dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
 
 
 @triton.jit(do_not_specialize=["N", "P", "Q", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
@@ -101,7 +84,7 @@ def conv2d_tma_rows_kernel(
     for _ in range(0, R * S * tl.cdiv(C, BLOCK_K)):
         acc = _product(x_desc, w_desc, acc, n, p - pad_h, q0 - pad_w, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
                        BLOCK_M, BLOCK_N, BLOCK_K, DOT_PRECISION, UPCAST_DOT)
-        c0, tap_s, tap_r = _next_step(c0, tap_s, tap_r, C, S, BLOCK_K)
+        c0, tap_s, tap_r = next_reduction_step(c0, tap_s, tap_r, C, S, BLOCK_K)
 
     q_idx = q0 + tl.arange(0, BLOCK_M)
     k_idx = k0 + tl.arange(0, BLOCK_N)
@@ -143,7 +126,7 @@ def conv2d_tma_rows_persistent_kernel(
         for _ in range(0, R * S * tl.cdiv(C, BLOCK_K)):
             acc = _product(x_desc, w_desc, acc, n, p - pad_h, q0 - pad_w, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
                            BLOCK_M, BLOCK_N, BLOCK_K, DOT_PRECISION, UPCAST_DOT)
-            c0, tap_s, tap_r = _next_step(c0, tap_s, tap_r, C, S, BLOCK_K)
+            c0, tap_s, tap_r = next_reduction_step(c0, tap_s, tap_r, C, S, BLOCK_K)
         q_idx = q0 + tl.arange(0, BLOCK_M)
         k_idx = k0 + tl.arange(0, BLOCK_N)
         if INT64:

@@ -157,17 +157,15 @@ def launch_gemm_1x1(
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
     b2d = weight.reshape(problem.k, problem.c)
-    if a2d.data_ptr() % 16 or b2d.data_ptr() % 16 or not b2d.is_contiguous():
+    if not (_describable(a2d, problem.itemsize) and _describable(b2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
-    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
-    constexprs = dict(**epilogue, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                      GROUP_M=config.group_m, **dot_constexprs(problem), INT64=needs_int64(problem),
-                      num_warps=config.num_warps, num_stages=config.num_stages)
     sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w]
-    out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if _is_channels_last(out) else None
+    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
+    out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if channels_last else None
     if config.persistent and out2d is not None and _describable(out2d, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
@@ -175,9 +173,17 @@ def launch_gemm_1x1(
     return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, **constexprs)
 
 
-def _is_channels_last(t: torch.Tensor) -> bool:
-    """Whether the NCHW-shaped ``t`` is a dense channels_last block (its (N*H*W, C) view is a view)."""
-    return t.is_contiguous(memory_format=torch.channels_last)
+def _tma_gemm_arguments(
+    problem: ConvProblem, bias: torch.Tensor | None, residual: torch.Tensor | None, out: torch.Tensor,
+    config: LaunchConfig,
+) -> tuple[list, list, dict]:
+    """The epilogue's pointers and strides, and the constexprs and launch options that
+    gemm_1x1's and tma_rows's kernels (both forms) take alike."""
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    constexprs = dict(**epilogue, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+                      GROUP_M=config.group_m, **dot_constexprs(problem), INT64=needs_int64(problem),
+                      num_warps=config.num_warps, num_stages=config.num_stages)
+    return pointers, epilogue_strides, constexprs
 
 
 def tma_rows_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -218,12 +224,9 @@ def launch_tma_rows(
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     x_desc = TensorDescriptor.from_tensor(x4d, [1, 1, config.block_m, config.block_k])
     w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
-    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
     sizes = [problem.n, problem.out_h, problem.out_w, problem.k, problem.c,
              problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
-    constexprs = dict(**epilogue, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                      GROUP_M=config.group_m, **dot_constexprs(problem), INT64=needs_int64(problem),
-                      num_warps=config.num_warps, num_stages=config.num_stages)
     tiles = problem.n * problem.out_h * cdiv(problem.out_w, config.block_m) * cdiv(problem.k, config.block_n)
     out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
     if config.persistent and _describable(out4d, problem.itemsize):
