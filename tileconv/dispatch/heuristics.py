@@ -6,6 +6,7 @@ its winners (in :mod:`tileconv.dispatch.cache`) override everything here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import triton
@@ -14,6 +15,8 @@ from .._runtime import INTERPRET
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
+    MAX_DENSE_TOEPLITZ_VALUES,
+    dense_toeplitz_span,
     depthwise_toeplitz_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -180,6 +183,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_toeplitz_config(problem)
     if algorithm == "tma_rows":
         return _tma_rows_config(problem)
+    if algorithm == "dense_toeplitz":
+        return _dense_toeplitz_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
@@ -263,6 +268,24 @@ def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
         return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 2, 4), block_k=16, num_warps=1, num_stages=1)
     block_q = 32 if problem.out_w > 16 and toeplitz_reach(problem, 32) <= 64 else 16
     return LaunchConfig(block_m=64, block_n=1, block_k=block_q, num_warps=4, num_stages=3)
+
+
+def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
+    """``block_m`` output rows x ``block_k`` output columns x ``block_n`` output channels. Not
+    measured yet (written without a GPU): all of K up to 16 channels (else 32) a program, and
+    as many columns as keep the GEMM's N (columns x channels) within 64, at least enough that
+    a column block's segment starts 16 bytes after the last (an aligned asynchronous copy),
+    within the kernel's band size; 128 rows, 4 warps, 4 stages. ``tune`` races it."""
+    block_kc = problem.k if problem.k <= 16 else 32
+    per_column = problem.stride[1] * problem.c * problem.itemsize  # bytes a segment moves per column
+    aligned = 16 // math.gcd(16, per_column)  # the fewest columns that keep segments 16-byte aligned
+    block_q = max(aligned, 1 << ((64 // block_kc).bit_length() - 1))
+    while block_q > 1 and (block_q * block_kc > 256 or
+                           dense_toeplitz_span(problem, block_q) * problem.c > MAX_DENSE_TOEPLITZ_VALUES):
+        block_q //= 2
+    if INTERPRET:
+        return LaunchConfig(block_m=16, block_n=min(block_kc, 8), block_k=min(block_q, 4), num_warps=1, num_stages=1)
+    return LaunchConfig(block_m=128, block_n=block_kc, block_k=block_q, num_warps=4, num_stages=4)
 
 
 def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:

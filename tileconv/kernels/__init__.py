@@ -19,6 +19,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   input row loaded once and reused for the three output rows it touches.
 - ``depthwise_toeplitz`` (:mod:`.depthwise_toeplitz`): depthwise convolution with large
   filters on the tensor cores, each filter row a banded (Toeplitz) GEMM per channel.
+- ``dense_toeplitz`` (:mod:`.dense_toeplitz`): dense convolutions with few input channels
+  on the tensor cores, each filter row a banded (Toeplitz) GEMM over a row segment of a
+  zero-bordered channels_last copy of the input.
 - ``direct`` (:mod:`.direct`): CUDA-core direct convolution for depthwise, grouped and
   few-channel problems.
 - ``ladder0_direct`` .. ``ladder3_tensor_core`` (:mod:`.ladder`): the seed's step-by-step
@@ -48,6 +51,7 @@ from .ladder import (
     launch_ladder3_tensor_core,
 )
 from .launch import (
+    dense_toeplitz_unsupported_reason,
     depthwise_rows_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     depthwise_unsupported_reason,
@@ -55,6 +59,7 @@ from .launch import (
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     im2row_unsupported_reason,
+    launch_dense_toeplitz,
     launch_depthwise,
     launch_depthwise_rows,
     launch_depthwise_toeplitz,
@@ -159,6 +164,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "tensor-core depthwise convolution for large filters: each filter row a banded (Toeplitz) GEMM per channel",
         launch_depthwise_toeplitz,
         depthwise_toeplitz_unsupported_reason,
+    ),
+    "dense_toeplitz": Algorithm(
+        "dense_toeplitz",
+        "tensor-core dense convolution for few input channels: each filter row a banded (Toeplitz) GEMM over input row segments",
+        launch_dense_toeplitz,
+        dense_toeplitz_unsupported_reason,
     ),
     "direct": Algorithm(
         "direct",

@@ -7,7 +7,7 @@ two launchers cannot drift apart.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
@@ -15,6 +15,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from .._runtime import INT32_LIMIT, cdiv, kernel_strides, sm_count
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
+from .dense_toeplitz import conv2d_dense_toeplitz_kernel
 from .depthwise import conv2d_depthwise_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
@@ -26,11 +27,12 @@ from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
-from .staged import to_channels_last_kernel, to_padded_planes_kernel
+from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
     channels_last_weight,
+    dense_toeplitz_weight,
     toeplitz_weight,
     unrolled_columns_weight,
 )
@@ -581,3 +583,115 @@ def launch_staged_nhwc(
            INT64=needs_int64(problem) or copy.numel() >= INT32_LIMIT, num_warps=4)
     view = copy[..., : problem.c].permute(0, 3, 1, 2)  # [N, C, H, W] with channels_last strides
     return launch_implicit_gemm(staged, view, weight, bias, residual, out, config)
+
+
+# dense_toeplitz: a band's rows are the J*C input values a block of output columns reads
+# along one filter row. Past this many for a single output column the filter row is too
+# wide (or the channels too many) for the band to be anything but zeros.
+MAX_DENSE_TOEPLITZ_VALUES = 1024
+MAX_DENSE_TOEPLITZ_COLUMNS = 256  # the GEMM's N (output columns x channels): an fp32 accumulator tile
+DENSE_TOEPLITZ_COPY_TILE = (4, 256)  # to_padded_rows_kernel's (rows, values) tile
+
+
+@dataclass(frozen=True)
+class DenseToeplitzTiling:
+    """How :mod:`.dense_toeplitz` cuts ``problem`` for a config: the one place its sizes are derived."""
+
+    block_q: int  # output columns per program (config.block_k)
+    block_kc: int  # output channels per program (config.block_n, at most K)
+    block_nn: int  # the GEMM's N: block_q * block_kc rounded up to a power of two (>= 16)
+    span: int  # J: input columns block_q output columns read along a filter row
+    block_t: int  # reduction values per step
+    t_steps: int  # steps per filter row: block_t * t_steps >= J * C
+    rows: int  # HP: rows of the zero-bordered copy, (P-1)*U + (R-1)*dil_h + 1
+    row_len: int  # values in a row of the copy: the last column block's reach, rounded up to 16
+    tiles_q: int
+    k_blocks: int
+
+    @property
+    def t_len(self) -> int:
+        return self.block_t * self.t_steps
+
+
+def dense_toeplitz_span(problem: ConvProblem, block_q: int) -> int:
+    """J: the input columns ``block_q`` output columns read along one filter row."""
+    return (block_q - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
+
+
+def dense_toeplitz_tiling(problem: ConvProblem, config: LaunchConfig) -> DenseToeplitzTiling:
+    """The tiling of ``problem`` that ``config`` asks for (``block_m`` output rows, ``block_n``
+    output channels, ``block_k`` output columns a program). The reduction step is the deepest
+    of 64/32/16 values (32/16 for float32) that pads J*C by at most 8 more than 16 would."""
+    block_q = config.block_k
+    block_kc = min(config.block_n, problem.k)
+    block_nn = max(16, 1 << (block_q * block_kc - 1).bit_length())
+    span = dense_toeplitz_span(problem, block_q)
+    values = span * problem.c
+    least = cdiv(values, 16) * 16
+    block_t = next(t for t in ((64, 32, 16) if problem.itemsize == 2 else (32, 16)) if cdiv(values, t) * t <= least + 8)
+    t_steps = cdiv(values, block_t)
+    tiles_q = cdiv(problem.out_w, block_q)
+    rows = (problem.out_h - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1
+    reach = (tiles_q - 1) * block_q * problem.stride[1] * problem.c + t_steps * block_t
+    return DenseToeplitzTiling(block_q=block_q, block_kc=block_kc, block_nn=block_nn, span=span, block_t=block_t,
+                               t_steps=t_steps, rows=rows, row_len=cdiv(reach, 16) * 16, tiles_q=tiles_q,
+                               k_blocks=cdiv(problem.k, block_kc))
+
+
+def dense_toeplitz_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_dense_toeplitz` cannot run ``problem`` (None if it can)."""
+    if problem.groups != 1:
+        return "its bands mix all the input channels of a row segment: it needs groups=1"
+    if problem.s == 1:
+        return "it bands filter columns: it needs a filter wider than 1"
+    values = dense_toeplitz_span(problem, 1) * problem.c
+    if values > MAX_DENSE_TOEPLITZ_VALUES:
+        return (f"one output column reads {values} input values along a filter row (C * dilated filter width), "
+                f"more than its bands take ({MAX_DENSE_TOEPLITZ_VALUES}): it is for few input channels")
+    tiling = dense_toeplitz_tiling(problem, LaunchConfig(block_m=16, block_n=min(problem.k, 16), block_k=1))
+    if cdiv(problem.n * problem.out_h, 16) * tiling.tiles_q * tiling.k_blocks >= INT32_LIMIT:
+        return "its grid of (rows, column block, channel block) tiles would pass 2**31 programs"
+    if cdiv(tiling.row_len, DENSE_TOEPLITZ_COPY_TILE[1]) > MAX_GRID_Y:
+        return "its input copy's rows are too long for the copy's grid"
+    return None
+
+
+def launch_dense_toeplitz(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Copy ``x`` into zero-bordered channels_last rows (:func:`to_padded_rows_kernel`, into
+    scratch), then run :func:`conv2d_dense_toeplitz_kernel`: programs of ``config.block_m``
+    output rows by ``block_k`` output columns by ``block_n`` output channels. Returns the
+    GEMM's compiled kernel."""
+    if config.split_k > 1 or config.fuse_sc or config.persistent:
+        raise ValueError(f"config {config}: dense_toeplitz has no split-K, fused (s, c) slices or persistent form")
+    tiling = dense_toeplitz_tiling(problem, config)
+    if tiling.span * problem.c > MAX_DENSE_TOEPLITZ_VALUES or tiling.block_nn > MAX_DENSE_TOEPLITZ_COLUMNS:
+        raise ValueError(f"config {config}: {tiling.block_q} output columns x {tiling.block_kc} channels make bands of "
+                         f"{tiling.span * problem.c} x {tiling.block_nn}, past dense_toeplitz's "
+                         f"{MAX_DENSE_TOEPLITZ_VALUES} x {MAX_DENSE_TOEPLITZ_COLUMNS}")
+    band = dense_toeplitz_weight(weight, problem.stride[1], problem.dilation[1], tiling.block_q, tiling.block_kc,
+                                 tiling.t_len, tiling.block_nn)
+    copy = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device)
+    int64 = needs_int64(problem) or max(copy.numel(), band.numel()) >= INT32_LIMIT
+    copy_rows, copy_values = DENSE_TOEPLITZ_COPY_TILE
+    launch(to_padded_rows_kernel, (cdiv(problem.n * tiling.rows, copy_rows), cdiv(tiling.row_len, copy_values)),
+           x, copy, problem.n * tiling.rows, problem.h, problem.w, problem.padding[0], problem.padding[1],
+           tiling.rows, tiling.row_len, *kernel_strides(x),
+           C=problem.c, BLOCK_ROWS=copy_rows, BLOCK_E=copy_values, INT64=int64, num_warps=4)
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    grid = (cdiv(problem.n * problem.out_h, config.block_m) * tiling.tiles_q * tiling.k_blocks,)
+    return launch(conv2d_dense_toeplitz_kernel, grid,
+        copy, band, *pointers, problem.n, problem.out_h, problem.out_w, problem.k, tiling.rows, tiling.row_len,
+        problem.stride[0], problem.dilation[0], problem.dilation[1], *epilogue_strides, problem.r, problem.s,
+        C=problem.c, STRIDE_W=problem.stride[1], **epilogue,
+        BLOCK_M=config.block_m, BLOCK_Q=tiling.block_q, BLOCK_KC=tiling.block_kc, BLOCK_NN=tiling.block_nn,
+        BLOCK_T=tiling.block_t, T_STEPS=tiling.t_steps, **dot_constexprs(problem), INT64=int64,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )

@@ -93,3 +93,33 @@ def to_padded_planes_kernel(
     tile = tl.load(x_ptr + n * stride_xn + (h * stride_xh + w * stride_xw)[:, None] + (c * stride_xc)[None, :],
                    mask=inside[:, None] & mask_c, other=0.0)
     tl.store(out_ptr + (n * C + c)[None, :] * plane + p[:, None], tile, mask=(p < plane)[:, None] & mask_c)
+
+
+@triton.jit(do_not_specialize=["ROWS", "H", "W", "PAD_H", "PAD_W", "HP"])
+def to_padded_rows_kernel(
+    x_ptr,  # input [N, C, H, W] through its four strides (any layout)
+    out_ptr,  # copy [N * HP, ROW], contiguous: channels_last rows, zero-bordered
+    ROWS, H, W, PAD_H, PAD_W, HP, ROW,  # ROWS = N * HP; ROW: values a row of the copy holds
+    stride_xn, stride_xc, stride_xh, stride_xw,
+    C: tl.constexpr,  # channels: value e of a row is channel e % C of column e // C
+    BLOCK_ROWS: tl.constexpr, BLOCK_E: tl.constexpr,  # rows and values of one tile
+    INT64: tl.constexpr,
+):
+    """Rows of channels_last values with the padding made real, for :mod:`.dense_toeplitz`:
+    row ``n*HP + h`` of the copy is input row ``h - PAD_H`` of image ``n`` (zeros outside),
+    value ``e`` of it channel ``e % C`` of input column ``e // C - PAD_W`` (zeros outside
+    and past the input's last column, up to ``ROW``). Read through the input's strides,
+    written along the rows."""
+    rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    e = tl.program_id(1) * BLOCK_E + tl.arange(0, BLOCK_E)
+    if INT64:
+        rows = rows.to(tl.int64)
+        e = e.to(tl.int64)
+    n = rows // HP
+    h = rows - n * HP - PAD_H
+    w = e // C - PAD_W  # C is compile-time: a multiply and a shift
+    c = e % C
+    inside = ((rows < ROWS) & (h >= 0) & (h < H))[:, None] & ((w >= 0) & (w < W))[None, :]
+    values = tl.load(x_ptr + (n * stride_xn + h * stride_xh)[:, None] + (w * stride_xw + c * stride_xc)[None, :],
+                     mask=inside, other=0.0)
+    tl.store(out_ptr + rows[:, None] * ROW + e[None, :], values, mask=(rows < ROWS)[:, None] & (e < ROW)[None, :])

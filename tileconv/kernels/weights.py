@@ -151,3 +151,40 @@ def toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, jk: int, bl
         return torch.where(inside, rows, torch.zeros((), dtype=w.dtype, device=w.device)).contiguous()
 
     return _cached(weight, f"toeplitz/{stride_w}/{dil_w}/{jk}/{block_q}", build)
+
+
+def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block_q: int, block_kc: int,
+                          t_len: int, block_nn: int) -> torch.Tensor:
+    """The banded filter rows of :mod:`tileconv.kernels.dense_toeplitz`: a contiguous
+    (ceil(K / block_kc), R, t_len, block_nn) tensor with
+
+        T[kb, r, j*C + c, qq*block_kc + kk] = w[kb*block_kc + kk, c, r, s]
+        where j = qq*stride_w + s*dil_w for a tap 0 <= s < S,
+
+    zeros elsewhere (other j, output channels past K, rows past the J*C values a block of
+    ``block_q`` output columns reads, columns past block_q*block_kc), so that along filter
+    row ``r`` those output columns are ``segment @ T[kb, r]``. ``weight`` is a dense
+    (K, C, R, S) filter."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, c, r, s = w.shape
+        k_blocks = -(-k // block_kc)
+        span = (block_q - 1) * stride_w + (s - 1) * dil_w + 1  # J: input columns a block reads
+        if span * c > t_len or block_q * block_kc > block_nn:
+            raise ValueError(f"a band of {span * c} x {block_q * block_kc} does not fit ({t_len}, {block_nn})")
+        padded = w.new_zeros((k_blocks * block_kc, c, r, s))
+        padded[:k] = w
+        offset = (torch.arange(span, device=w.device)[:, None]
+                  - stride_w * torch.arange(block_q, device=w.device)[None, :])  # j - qq*V
+        tap = torch.div(offset, dil_w, rounding_mode="floor")
+        inside = (offset >= 0) & (offset % dil_w == 0) & (tap < s)
+        taps = padded[:, :, :, tap.clamp(0, s - 1)]  # (K', C, R, J, BQ)
+        taps = torch.where(inside, taps, torch.zeros((), dtype=w.dtype, device=w.device))
+        # (kb, kk, c, r, j, qq) -> (kb, r, j, c, qq, kk): rows in the input's (column, channel)
+        # order, columns in the output's.
+        band = taps.reshape(k_blocks, block_kc, c, r, span, block_q).permute(0, 3, 4, 2, 5, 1)
+        out = w.new_zeros((k_blocks, r, t_len, block_nn))
+        out[:, :, : span * c, : block_q * block_kc] = band.reshape(k_blocks, r, span * c, block_q * block_kc)
+        return out
+
+    return _cached(weight, f"dense_toeplitz/{stride_w}/{dil_w}/{block_q}/{block_kc}/{t_len}/{block_nn}", build)
