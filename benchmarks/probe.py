@@ -4,6 +4,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
 
     python3 benchmarks/probe.py gemm     # dense: seed000, resnet50, vae
     python3 benchmarks/probe.py direct   # depthwise, grouped, seed003, the stem
+    python3 benchmarks/probe.py toeplitz # dense_toeplitz: seed003 (three dtypes), the stem, the VAE's C = 4
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -89,6 +90,24 @@ elif mode == "direct":
             algo, hc = select(p)
             cfgs = [hc, C(128,32,32,8,4,3, hc.fuse_sc), C(64,32,32,8,4,3, hc.fuse_sc), C(128,64,64,8,4,3,hc.fuse_sc), C(128,16,64,8,4,3,hc.fuse_sc), C(256,16,32,8,8,3,hc.fuse_sc)]
             bench_problem(c.name + " " + str(dt)[6:] + " " + algo.name, p, cfgs, algo.name)
+elif mode == "toeplitz":
+    # dense_toeplitz (few input channels): its heuristic tile and the tuning candidates against the
+    # heuristics' own algorithm and against cuDNN, on seed003 (fp16 NHWC, strict fp32 and TF32 NCHW),
+    # the stems (ResNet-50's 7x7/2) and the VAE's C = 4 input layer.
+    from tileconv.dispatch.candidates import dense_toeplitz_candidates
+    cases = ([c for c in get_suite("seed") if c.name == "seed003"] + get_suite("resnet50")[:1]
+             + [c for c in get_suite("vae") if c.name == "vae c4 hw64 k512"])
+    for c in cases:
+        combos = (((torch.float16, "nhwc", False), (torch.float32, "nchw", False), (torch.float32, "nchw", True),
+                   (torch.float16, "nchw", False)) if c.name == "seed003" else ((torch.float16, "nhwc", False),))
+        for dt, layout, tf32 in combos:
+            torch.backends.cudnn.allow_tf32 = tf32
+            p = c.problem(dt, layout, allow_tf32=tf32)
+            algo, hc = select(p)
+            label = f"{c.name} {str(dt)[6:]}{'+tf32' if tf32 else ''} {layout}"
+            bench_problem(label + " " + algo.name, p, [hc], algo.name)
+            bench_problem(label + " dense_toeplitz", p, dense_toeplitz_candidates(p), "dense_toeplitz")
+    torch.backends.cudnn.allow_tf32 = False
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
 i = random_inputs(p, "cuda", seed=0)

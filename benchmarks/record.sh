@@ -14,6 +14,8 @@
 #   bash benchmarks/record.sh r50        resnet50 fp16 NHWC (heuristics, then tuned) and TF32 NHWC tuned
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
 #                                        Nsight Compute on the depthwise rows whose name contains case)
+#   bash benchmarks/record.sh toeplitz   dense_toeplitz: its GPU tests, benchmarks/probe.py toeplitz, seed003 tuned
+#                                        (fp16 NHWC, strict fp32 NCHW)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -182,6 +184,23 @@ direct)
     done
     save
     ;;
+toeplitz)
+    # dense_toeplitz (few input channels; written without a GPU): its GPU tests, the probe (every
+    # candidate against the heuristics' algorithm and cuDNN), then seed003 tuned, fp16 NHWC and
+    # strict fp32 NCHW (issue 5's seed003 rows), and the resnet50 stem.
+    TAILN=4 step tests-toeplitz 240 python -m pytest -q -p no:cacheprovider -n 8 \
+        -k "${TESTS:-dense_toeplitz or replayed or forward_launchers or hopper}" \
+        tests/test_conv2d.py tests/test_call_plans.py tests/test_sass.py tests/test_tuning.py
+    TAILN=40 step probe-toeplitz 150 python benchmarks/probe.py toeplitz
+    save
+    TAILN=2 step tune-seed 60 python -m tileconv tune --suite seed
+    TAILN=2 step tune-seed-fp32 60 python -m tileconv tune --suite seed --dtype float32 --layout nchw
+    save
+    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
+    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
+        --json "$R/seed003-float32-nchw.json"
+    save
+    ;;
 model)
     # max-autotune compiles for ~4 minutes a model; the tuning cache (forward tuned) makes tileconv's set-up short.
     for batch in ${BATCHES:-32 1}; do  # BATCHES="1" picks
@@ -198,7 +217,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|direct|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|toeplitz|model|models" >&2
     exit 2
     ;;
 esac

@@ -40,7 +40,8 @@ TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
-           "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel")
+           "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
+           "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel")
 
 
 class _Recorder:
@@ -100,6 +101,7 @@ def _sass_counts(cubin: bytes) -> dict[str, int]:
         counts[match.group(1)] += 1
     counts["STG.128"] = len(re.findall(r"\bSTG\.E\.128\b", sass))
     counts["LDG.128"] = len(re.findall(r"\bLDG\.E\.128\b", sass))
+    counts["LDGSTS.128"] = len(re.findall(r"\bLDGSTS\.E(?:\.BYPASS)?(?:\.LTC128B)?\.128\b", sass))
     return counts
 
 
@@ -131,7 +133,8 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
                     "staged_nhwc": launch.launch_staged_nhwc, "gemm_1x1_nchw": launch.launch_gemm_1x1_nchw,
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
                     "depthwise_rows": launch.launch_depthwise_rows,
-                    "depthwise_toeplitz": launch.launch_depthwise_toeplitz}[algorithm]
+                    "depthwise_toeplitz": launch.launch_depthwise_toeplitz,
+                    "dense_toeplitz": launch.launch_dense_toeplitz}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
     finally:
         for name, kernel in saved.items():
@@ -233,6 +236,7 @@ CASES = [
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
     ("tma_rows", "vae c512 hw128 k512"),
+    ("dense_toeplitz", "seed003"),
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
 # them here catches type errors in those branches on every CI run.
@@ -244,6 +248,7 @@ INT64_CASES = [
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
+    ("dense_toeplitz", "seed003"),
 ]
 # The backward kernels, dense and depthwise, compiled in both index widths.
 BACKWARD_CASES = [
@@ -266,13 +271,15 @@ def main() -> int:
         return 2
     # A copy, then the kernel of interest: im2row's and staged_nhwc's GEMM, the banded kernel.
     main_kernel = {"im2row": "conv2d_implicit_gemm_kernel", "staged_nhwc": "conv2d_implicit_gemm_kernel",
-                   "depthwise_toeplitz": "conv2d_depthwise_toeplitz_kernel"}
+                   "depthwise_toeplitz": "conv2d_depthwise_toeplitz_kernel",
+                   "dense_toeplitz": "conv2d_dense_toeplitz_kernel"}
     rows = [inspect(algorithm, case, which=main_kernel.get(algorithm)) for algorithm, case in CASES]
     rows += [inspect("im2row", "r50 stem 7x7/2", int64, which="unroll_columns_kernel") for int64 in (False, True)]
     rows += [inspect("staged_nhwc", "r50 c64 hw56 k64 3x3/1", int64, which="to_channels_last_kernel")
              for int64 in (False, True)]
     rows += [inspect("depthwise_toeplitz", "replknet dw31x31 c128 hw56", int64, which="to_padded_planes_kernel")
              for int64 in (False, True)]
+    rows += [inspect("dense_toeplitz", "seed003", int64, which="to_padded_rows_kernel") for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True, which=main_kernel.get(algorithm)) for algorithm, case in INT64_CASES]
     # tma_rows's and gemm_1x1's heuristics pick their persistent forms (TMA stores); the
     # one-tile forms store by pointer.
@@ -285,7 +292,7 @@ def main() -> int:
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0
-    header = ["algorithm", "case", "int64", "kernel", "shared_bytes", *OPS, "LDG.128", "STG.128"]
+    header = ["algorithm", "case", "int64", "kernel", "shared_bytes", *OPS, "LDG.128", "STG.128", "LDGSTS.128"]
     print(" | ".join(header))
     for row in rows:
         print(" | ".join(str(row[h]) for h in header))

@@ -495,6 +495,22 @@ CONFIG_CASES = [
     # multiplier 2, 32-row tiles over N*P = 2*9 rows.
     Case(2, 3, 9, 11, 6, 5, 3, padding=(2, 1), groups=3, dtype="fp16", layout="nhwc", bias=True,
          activation="gelu", algo="depthwise_toeplitz", config=LaunchConfig(32, 1, 16, 8, 1, 1)),
+    # dense_toeplitz (banded GEMMs over zero-bordered channels_last rows): the stem's C = 3 x
+    # 7x7 / 2 with padding 3, K = 20 in 16-channel blocks (a tail of 4), 4 output columns a
+    # program (N = 64) over Q = 7 (a tail), 16 rows over N*P = 14; the whole epilogue.
+    Case(2, 3, 13, 14, 20, 7, 7, stride=2, padding=3, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="dense_toeplitz", config=LaunchConfig(16, 16, 4, 8, 4, 2)),
+    # ... the seed's C = K = 6 with a 6x6 filter, strict fp32 (3xTF32 dots) in NCHW, 'same'
+    # padding (2 before, 3 after), dilated rows; 8 columns x 6 channels (48 of 64 useful).
+    Case(1, 6, 11, 17, 6, 6, 6, padding="same", dilation=(2, 1), dtype="fp32", layout="nchw", activation="silu",
+         algo="dense_toeplitz", config=LaunchConfig(16, 6, 8, 8, 4, 3)),
+    # ... bf16 (multiplied in fp32 under the interpreter), column stride and dilation 2 (a
+    # sparser band), 2 columns x 7 channels, 32 rows over 2*8.
+    Case(2, 5, 8, 19, 7, 3, 5, stride=(1, 2), padding=(1, 2), dilation=(1, 2), dtype="bf16", layout="nhwc",
+         residual=True, activation="gelu", algo="dense_toeplitz", config=LaunchConfig(32, 7, 2, 8, 4, 2)),
+    # ... TF32, K = 24 in three 8-channel blocks, no padding, row stride 2.
+    Case(1, 4, 9, 10, 24, 2, 3, stride=(2, 1), dtype="tf32", layout="nhwc", bias=True,
+         algo="dense_toeplitz", config=LaunchConfig(16, 8, 4, 8, 4, 2)),
     # The seed's ladder (kernels/ladder.py). Steps 0 and 1: one channel per program (their
     # GPU config) with a pixel tile larger than the problem; 4-channel tiles cutting across
     # groups (K/g = 6) with an M tail.
@@ -712,6 +728,19 @@ def test_staged_nhwc_int64_variant_computes(layout_kind: str, device: str, seed:
     if layout_kind == "spatial_window":  # the copy's decoded (not flat) pixel offsets
         t.x = _strided("spatial_window", tuple(t.x.shape), t.x.dtype, device, torch.Generator().manual_seed(seed))
     check_case(case, device, seed, t)
+
+
+@pytest.mark.parametrize("layout_kind", ["nhwc", "nchw"])
+def test_dense_toeplitz_int64_variant_computes(layout_kind: str, device: str, seed: int, monkeypatch):
+    """dense_toeplitz copies its input too (zero-bordered rows), and 1x1 filters (the int64
+    test above) are not its own: its INT64 variants (copy and banded GEMM) run here on a small
+    problem, forced on."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
+    case = Case(2, 6, 9, 11, 6, 3, 3, padding=1, dtype="fp16", layout=layout_kind, bias=True, residual=True,
+                activation="relu", algo="dense_toeplitz")
+    check_case(case, device, seed)
 
 
 INT64_CASES = [

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tileconv.dispatch.candidates import H100_SHARED_MEMORY
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -25,6 +27,9 @@ def test_fast_paths_use_hopper_instructions():
     for row in rows:
         algorithm = row["algorithm"]
         where = f"{algorithm} on {row['case']}: {row}"
+        # Every compile fits a Hopper SM's shared memory (a refactor of the shared epilogue once
+        # grew tma_rows's persistent 128x256 tile from 213.5 KB to 240 KB: it would not launch).
+        assert row["shared_bytes"] <= H100_SHARED_MEMORY, "more shared memory than an H100/H200 block has: " + where
         if algorithm == "im2row" and row["kernel"] == "unroll_columns_kernel":  # the copy: wide stores
             assert row["STG.128"] > 0 and row["HGMMA"] == 0, where
             continue
@@ -50,5 +55,11 @@ def test_fast_paths_use_hopper_instructions():
             continue
         if algorithm == "depthwise_toeplitz":  # one channel a program: 2D wgmma fed by cp.async rows
             assert row["HGMMA"] > 0 and row["LDGSTS"] > 0, where
+        if algorithm == "dense_toeplitz" and row["kernel"] == "to_padded_rows_kernel":  # rows written wide
+            assert row["STG.128"] > 0 and row["HGMMA"] == 0, where
+            continue
+        if algorithm == "dense_toeplitz":  # wgmma over row segments and bands, both by 16-byte cp.async
+            assert row["HGMMA"] > 0 and row["HMMA"] == 0 and row["LDGSTS"] > 0, where
+            assert row["LDGSTS.128"] == row["LDGSTS"], "segment or band copies narrower than 16 bytes: " + where
         if algorithm in ("direct", "depthwise", "depthwise_rows"):
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where

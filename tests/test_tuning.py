@@ -25,11 +25,13 @@ from tileconv.dispatch import cache, clear_selection_cache, select
 from tileconv.dispatch import tune as tune_module
 from tileconv.dispatch.candidates import (
     MAX_ACCUMULATORS_PER_THREAD,
+    MAX_DENSE_TOEPLITZ_ACCUMULATORS,
     TMA_ROWS_BARRIER_BYTES,
     TMA_ROWS_MIN_RACE_WIDTH,
     DeviceLimits,
     algorithms_to_try,
     candidates,
+    dense_toeplitz_shared_memory,
     depthwise_candidates,
     direct_candidates,
     gemm_problem,
@@ -42,7 +44,13 @@ from tileconv.dispatch.candidates import (
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import ALGORITHMS, Algorithm
-from tileconv.kernels.launch import MAX_TOEPLITZ_REACH, toeplitz_reach
+from tileconv.kernels.launch import (
+    MAX_DENSE_TOEPLITZ_COLUMNS,
+    MAX_DENSE_TOEPLITZ_VALUES,
+    MAX_TOEPLITZ_REACH,
+    dense_toeplitz_tiling,
+    toeplitz_reach,
+)
 from tileconv.reference import conv2d_reference
 from tileconv.testing import assert_conv_close, random_inputs, tolerance
 
@@ -256,7 +264,10 @@ def test_candidates_respect_the_constraints(limits):
         for name, config in pairs[1:]:
             where = f"{problem.describe()} {problem.dtype_name} {problem.layout}: {name} {config}"
             assert name in allowed and ALGORITHMS[name].unsupported_reason(problem) is None, where
-            for value in (config.block_m, config.block_n, config.block_k, config.num_warps):
+            # dense_toeplitz's block_n is a channel count (all of a small K): its GEMM's N
+            # (columns x channels, rounded up) is the power of two.
+            for value in (config.block_m, config.block_k, config.num_warps) + (
+                    () if name == "dense_toeplitz" else (config.block_n,)):
                 assert _is_pow2(value), where
             # Rule-decided fields stay the heuristics' (only tile fields are tuned).
             assert config.fuse_sc == default_config(problem, name).fuse_sc, where
@@ -278,6 +289,14 @@ def test_candidates_respect_the_constraints(limits):
                 assert min(config.block_m, config.block_k) >= 16, where
                 assert toeplitz_reach(problem, config.block_k) <= MAX_TOEPLITZ_REACH, where
                 assert toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget, where
+            elif name == "dense_toeplitz":  # banded GEMMs over row segments: bands, accumulator and ring fit
+                tiling = dense_toeplitz_tiling(problem, config)
+                assert config.block_m >= 16 and config.block_n <= problem.k, where
+                assert tiling.span * problem.c <= MAX_DENSE_TOEPLITZ_VALUES, where
+                assert 16 <= tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS, where
+                assert config.block_m * tiling.block_nn <= MAX_DENSE_TOEPLITZ_ACCUMULATORS * 32 * config.num_warps, where
+                assert dense_toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget, where
+                assert problem.c < 16, where  # raced for few input channels only
             else:  # CUDA-core kernels: accumulators fit the registers, no pipelining
                 assert config.block_m * config.block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps, where
                 assert config.num_stages == 1, where
@@ -303,9 +322,13 @@ def test_which_algorithms_race():
         banded = ["depthwise_toeplitz"] if depthwise.s >= 5 else []  # 7x7 and up: the tensor-core kernel
         assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded]), \
             depthwise.describe()
-    stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row)
+    stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row), banded
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels
-    for problem, expected in ((stem, {"im2row", "implicit_gemm", "direct"}),
+    # Few input channels on both sides (the seed's C = K = 6): the CUDA-core kernel, the fused
+    # (s, c) GEMM, the unrolled copy and the banded GEMM all race.
+    seed003 = next(case for case in get_suite("seed") if case.name == "seed003").problem()
+    for problem, expected in ((stem, {"im2row", "implicit_gemm", "direct", "dense_toeplitz"}),
+                              (seed003, {"direct", "implicit_gemm", "im2row", "dense_toeplitz"}),
                               (resnext, {"grouped_gemm", "implicit_gemm", "direct"})):
         assert algorithms_to_try(problem)[0] == choose_algorithm(problem)
         assert set(algorithms_to_try(problem)) == expected, problem.describe()

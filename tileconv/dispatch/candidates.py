@@ -35,7 +35,15 @@ import torch
 import triton
 
 from ..kernels import ALGORITHMS, LaunchConfig
-from ..kernels.launch import MAX_TOEPLITZ_REACH, group_pack_factor, toeplitz_reach
+from ..kernels.launch import (
+    MAX_DENSE_TOEPLITZ_COLUMNS,
+    MAX_DENSE_TOEPLITZ_VALUES,
+    MAX_TOEPLITZ_REACH,
+    dense_toeplitz_span,
+    dense_toeplitz_tiling,
+    group_pack_factor,
+    toeplitz_reach,
+)
 from ..problem import ConvProblem
 from .heuristics import MIN_TENSOR_CORE_DIM, choose_algorithm, default_config, reduction_steps, slice_length
 
@@ -453,6 +461,50 @@ def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | N
     return list(dict.fromkeys(fitted))
 
 
+# dense_toeplitz (output rows, output channels, output columns, num_warps, num_stages): written
+# without a GPU, so a spread around the heuristics' tile (the GEMM's N = columns x channels
+# from 32 to 256, 64 to 256 rows) rather than measured winners. Channels past K are cut to K.
+_DENSE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int, int], ...] = (
+    (64, 16, 8, 4, 4), (128, 16, 4, 4, 4), (128, 16, 16, 8, 3), (256, 16, 8, 8, 3), (128, 32, 4, 4, 4),
+    (64, 64, 4, 4, 4), (128, 16, 2, 4, 5), (128, 64, 2, 4, 4),
+)
+# The dense Toeplitz kernel's accumulator, [rows, columns x channels] in fp32: at most this many
+# values a thread.
+MAX_DENSE_TOEPLITZ_ACCUMULATORS = 128
+
+
+def dense_toeplitz_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
+    """Bytes of dense_toeplitz's operand ring: num_stages A (rows x step) and band (step x N) tiles."""
+    tiling = dense_toeplitz_tiling(problem, config)
+    return config.num_stages * (config.block_m + tiling.block_nn) * tiling.block_t * problem.itemsize
+
+
+def dense_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated dense_toeplitz configs: ``block_m`` output rows (no more than the
+    problem's, rounded up to 64), ``block_n`` output channels (at most K), ``block_k`` output
+    columns; configs whose bands pass the kernel's size, whose accumulator would spill or
+    whose ring does not fit the shared memory (stages dropped first) are left out."""
+    limits = limits or DeviceLimits()
+    start = default_config(problem, "dense_toeplitz")
+    fitted = [start]
+    for rows, channels, columns, num_warps, stages in _DENSE_TOEPLITZ_BASE:
+        rows = min(rows, _pow2_at_least(problem.n * problem.out_h, 64))
+        channels = min(channels, problem.k)
+        columns = min(columns, _pow2_at_least(problem.out_w, 1))
+        config = replace(start, block_m=rows, block_n=channels, block_k=columns, num_warps=num_warps,
+                         num_stages=stages)
+        tiling = dense_toeplitz_tiling(problem, config)
+        config = replace(config, num_stages=max(2, min(config.num_stages, tiling.t_steps * problem.r + 1)))
+        while config.num_stages > 2 and dense_toeplitz_shared_memory(problem, config) > limits.shared_memory_budget:
+            config = replace(config, num_stages=config.num_stages - 1)
+        if (tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS
+                and dense_toeplitz_span(problem, columns) * problem.c <= MAX_DENSE_TOEPLITZ_VALUES
+                and rows * tiling.block_nn <= MAX_DENSE_TOEPLITZ_ACCUMULATORS * 32 * num_warps
+                and dense_toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget):
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 # Candidate generator per algorithm name. An algorithm missing here races with its
 # heuristic config only.
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
@@ -467,6 +519,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
     "depthwise_toeplitz": depthwise_toeplitz_candidates,
+    "dense_toeplitz": dense_toeplitz_candidates,
     "direct": direct_candidates,
 }
 
@@ -481,7 +534,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     one that supports it, except a GEMM whose smallest tile would be under 1/16 useful,
     ``direct`` (the general CUDA-core kernel) unless the problem is thin, and
     ``staged_nhwc`` for fewer than 16 channels a group, ``depthwise_toeplitz`` for
-    filters narrower than 5 columns, and ``tma_rows`` for output rows under 48 pixels. On depthwise problems ``direct`` and ``depthwise`` both
+    filters narrower than 5 columns, ``tma_rows`` for output rows under 48 pixels, and
+    ``dense_toeplitz`` for 16 input channels or more. On depthwise problems ``direct`` and ``depthwise`` both
     race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
@@ -499,6 +553,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue  # a narrow filter fills too little of the band: S/JK useful
         if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH:
             continue  # most of each 64-pixel row segment would be past the row's end
+        if name == "dense_toeplitz" and problem.c >= MIN_TENSOR_CORE_DIM:
+            continue  # its bands pay for few input channels; with more, a tap's slice fills a tensor-core step
         names.append(name)
     return names
 

@@ -143,7 +143,7 @@ def epilogue(
     """activation(acc + bias + residual) on the fp32 tile: the epilogue's arithmetic, for
     kernels that store the tile their own way (:func:`store_output_tile` is the usual one)."""
     res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (k_idx * stride_rk)[None, :]
-    return epilogue_at(acc, bias_ptr, res_ptr, k_idx[None, :], mask_n[None, :], res_offs,
+    return epilogue_at(acc, bias_ptr, res_ptr, k_idx, mask_n, res_offs,
                        mask_m[:, None] & mask_n[None, :], alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
 
 
@@ -151,16 +151,16 @@ def epilogue(
 def epilogue_at(
     acc,  # [BLOCK_M, BLOCK_N] fp32 convolution result
     bias_ptr, res_ptr,
-    k_idx, mask_k,  # output channel of each element and its validity: [1, BLOCK_N] or [BLOCK_M, BLOCK_N]
+    k_idx, mask_k,  # [BLOCK_N] output channel of each column and its validity
     res_offs, mask,  # [BLOCK_M, BLOCK_N] residual offsets and the elements that exist
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
 ):
     """:func:`epilogue` for tiles whose columns are not output channels alone (the dense
     Toeplitz kernel's columns are (output column, output channel) pairs): the caller gives
-    each element's channel and residual offset."""
+    each column's channel and each element's residual offset."""
     if HAS_BIAS:
-        acc += tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)
+        acc += tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[None, :]
     if HAS_RESIDUAL:
         acc += tl.load(res_ptr + res_offs, mask=mask, other=0.0).to(tl.float32)
     return apply_activation(acc, ACTIVATION, alpha, beta)

@@ -19,7 +19,8 @@ banded (Toeplitz) matrix built once from the filter row:
 
 with ``m`` running over output rows (image and row, ``n*P + p``): a GEMM of [BLOCK_M rows x
 T] by [T x BLOCK_NN] per filter row, whose reduction index ``j*C + c`` is the input's own
-memory order and whose output index ``qq*KB + k`` is the output's. So the A tile is read
+memory order and whose output index is the output's: ``qq*KB + k`` in channels_last (each
+program's channels a run), ``k*BQ + qq`` in NCHW (its columns a run). So the A tile is read
 16 bytes at a time by asynchronous copies with no gather and no padding mask (the launcher
 copies the input into zero-bordered rows first, :func:`.staged.to_padded_rows_kernel`: a
 few-channel input is small), each input element is read once per filter row (R times, not
@@ -59,6 +60,7 @@ def conv2d_dense_toeplitz_kernel(
     BLOCK_Q: tl.constexpr,  # output columns per program
     BLOCK_KC: tl.constexpr,  # output channels per program
     BLOCK_NN: tl.constexpr,  # the GEMM's N: BLOCK_Q * BLOCK_KC rounded up to a power of two
+    QQ_MINOR: tl.constexpr,  # GEMM column nn = kk*BLOCK_Q + qq (NCHW output: columns contiguous), else qq*BLOCK_KC + kk
     BLOCK_T: tl.constexpr,  # reduction values per step
     T_STEPS: tl.constexpr,  # steps per filter row: the band's T = T_STEPS * BLOCK_T >= J*C
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
@@ -102,33 +104,41 @@ def conv2d_dense_toeplitz_kernel(
         b = tl.load(b_ptrs + step * (BLOCK_T * BLOCK_NN))
         acc = dot_acc(a, b, acc, DOT_PRECISION, UPCAST_DOT)
 
-    # GEMM column (qq, kk) -> output column q and channel k.
-    qq = offs_nn // BLOCK_KC
-    kk = offs_nn - qq * BLOCK_KC
+    # GEMM column -> output column q and channel k, in the output's own order, so that the
+    # store runs along its contiguous axis; band_col: the column of (qq = 0, kk) in the band.
+    if QQ_MINOR:
+        kk = offs_nn // BLOCK_Q
+        qq = offs_nn - kk * BLOCK_Q
+        band_col = offs_nn - qq
+    else:
+        qq = offs_nn // BLOCK_KC
+        kk = offs_nn - qq * BLOCK_KC
+        band_col = kk
     q_idx = pid_q * BLOCK_Q + qq
     k_idx = pid_k * BLOCK_KC + kk
-    mask_nn = (qq < BLOCK_Q) & (q_idx < Q) & (k_idx < K)
+    in_tile = (qq < BLOCK_Q) & (kk < BLOCK_KC)
+    mask_nn = in_tile & (q_idx < Q) & (k_idx < K)
 
     # A NaN/Inf input times the band's zeros is NaN in every column of the tile, not only in
     # those whose window holds it: where the tile's sums are not all finite (rare; one check
     # a tile), redo it tap by tap on the CUDA cores, as PyTorch computes. w[k, c, r, s] is
-    # T[k-block, r, s*dil_w*C + c, kk] (output column qq = 0 of the band).
+    # T[k-block, r, s*dil_w*C + c, band_col] (output column qq = 0 of the band).
     if tl.sum(tl.where(tl.abs(acc) < float("inf"), 0, 1)) > 0:
         acc = tl.zeros((BLOCK_M, BLOCK_NN), dtype=tl.float32)
         col = (q_idx * STRIDE_W * C)[None, :]
-        ok = mask_rows[:, None] & (qq < BLOCK_Q)[None, :]
+        ok = mask_rows[:, None] & in_tile[None, :]
         for r in range(0, R):
             x_row = x_ptr + (row_start + r * dil_h * row_len)[:, None] + col
             for s in range(0, S):
                 for c in range(0, C):
                     xv = tl.load(x_row + (s * dil_w * C + c), mask=ok, other=0.0)
-                    wv = tl.load(bands + (r * band_len + s * dil_w * C + c) * BLOCK_NN + kk)
+                    wv = tl.load(bands + (r * band_len + s * dil_w * C + c) * BLOCK_NN + band_col)
                     acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
 
     out_rows = n_idx * stride_on + p_idx * stride_op
     out_cols = q_idx * stride_oq + k_idx * stride_ok
     mask = mask_rows[:, None] & mask_nn[None, :]
     res_offs = (n_idx * stride_rn + p_idx * stride_rp)[:, None] + (q_idx * stride_rq + k_idx * stride_rk)[None, :]
-    acc = epilogue_at(acc, bias_ptr, res_ptr, k_idx[None, :], mask_nn[None, :], res_offs, mask,
+    acc = epilogue_at(acc, bias_ptr, res_ptr, k_idx, mask_nn, res_offs, mask,
                       alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
     tl.store(out_ptr + out_rows[:, None] + out_cols[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)

@@ -676,8 +676,9 @@ def launch_dense_toeplitz(
         raise ValueError(f"config {config}: {tiling.block_q} output columns x {tiling.block_kc} channels make bands of "
                          f"{tiling.span * problem.c} x {tiling.block_nn}, past dense_toeplitz's "
                          f"{MAX_DENSE_TOEPLITZ_VALUES} x {MAX_DENSE_TOEPLITZ_COLUMNS}")
+    qq_minor = problem.layout == "nchw"  # the output's layout: its columns contiguous, not its channels
     band = dense_toeplitz_weight(weight, problem.stride[1], problem.dilation[1], tiling.block_q, tiling.block_kc,
-                                 tiling.t_len, tiling.block_nn)
+                                 tiling.t_len, tiling.block_nn, qq_minor)
     copy = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device)
     int64 = needs_int64(problem) or max(copy.numel(), band.numel()) >= INT32_LIMIT
     copy_rows, copy_values = DENSE_TOEPLITZ_COPY_TILE
@@ -692,6 +693,7 @@ def launch_dense_toeplitz(
         problem.stride[0], problem.dilation[0], problem.dilation[1], *epilogue_strides, problem.r, problem.s,
         C=problem.c, STRIDE_W=problem.stride[1], **epilogue,
         BLOCK_M=config.block_m, BLOCK_Q=tiling.block_q, BLOCK_KC=tiling.block_kc, BLOCK_NN=tiling.block_nn,
+        QQ_MINOR=qq_minor,
         BLOCK_T=tiling.block_t, T_STEPS=tiling.t_steps, **dot_constexprs(problem), INT64=int64,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )

@@ -154,12 +154,14 @@ def toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, jk: int, bl
 
 
 def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block_q: int, block_kc: int,
-                          t_len: int, block_nn: int) -> torch.Tensor:
+                          t_len: int, block_nn: int, qq_minor: bool = False) -> torch.Tensor:
     """The banded filter rows of :mod:`tileconv.kernels.dense_toeplitz`: a contiguous
     (ceil(K / block_kc), R, t_len, block_nn) tensor with
 
         T[kb, r, j*C + c, qq*block_kc + kk] = w[kb*block_kc + kk, c, r, s]
         where j = qq*stride_w + s*dil_w for a tap 0 <= s < S,
+
+    (column ``kk*block_q + qq`` instead with ``qq_minor``: an NCHW output's order)
 
     zeros elsewhere (other j, output channels past K, rows past the J*C values a block of
     ``block_q`` output columns reads, columns past block_q*block_kc), so that along filter
@@ -180,11 +182,13 @@ def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block
         inside = (offset >= 0) & (offset % dil_w == 0) & (tap < s)
         taps = padded[:, :, :, tap.clamp(0, s - 1)]  # (K', C, R, J, BQ)
         taps = torch.where(inside, taps, torch.zeros((), dtype=w.dtype, device=w.device))
-        # (kb, kk, c, r, j, qq) -> (kb, r, j, c, qq, kk): rows in the input's (column, channel)
-        # order, columns in the output's.
-        band = taps.reshape(k_blocks, block_kc, c, r, span, block_q).permute(0, 3, 4, 2, 5, 1)
+        # (kb, kk, c, r, j, qq) -> (kb, r, j, c, qq, kk) or (.., kk, qq): rows in the input's
+        # (column, channel) order, columns in the output's.
+        band = taps.reshape(k_blocks, block_kc, c, r, span, block_q)
+        band = band.permute(0, 3, 4, 2, 1, 5) if qq_minor else band.permute(0, 3, 4, 2, 5, 1)
         out = w.new_zeros((k_blocks, r, t_len, block_nn))
         out[:, :, : span * c, : block_q * block_kc] = band.reshape(k_blocks, r, span * c, block_q * block_kc)
         return out
 
-    return _cached(weight, f"dense_toeplitz/{stride_w}/{dil_w}/{block_q}/{block_kc}/{t_len}/{block_nn}", build)
+    return _cached(weight, f"dense_toeplitz/{stride_w}/{dil_w}/{block_q}/{block_kc}/{t_len}/{block_nn}/{int(qq_minor)}",
+                   build)
