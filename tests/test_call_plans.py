@@ -305,6 +305,31 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
     assert call_plans.stats()["plans"] == 1 and call_plans.stats()["replays"] >= 2
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("channels_last", [True, False], ids=["nhwc", "nchw"])
+def test_dense_toeplitz_calls_are_replayed(seed: int, channels_last: bool):
+    """dense_toeplitz launches two kernels a call: the zero-bordered copy into scratch (a replay
+    allocates it afresh) and the banded GEMM over a weight-derived band (derived again after
+    the weight changes in place between calls). Fresh inputs and NaN-filled blocks each call."""
+    from tileconv.functional import conv2d_problem
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    weight = torch.randn(6, 6, 6, 6, generator=gen, device="cuda", dtype=torch.float16) / 15
+    bias = torch.randn(6, generator=gen, device="cuda", dtype=torch.float16)
+    replays = call_plans.stats()["replays"]
+    for call in range(3):
+        weight.mul_(-1.0)
+        x = torch.randn(2, 6, 40, 36, generator=gen, device="cuda", dtype=torch.float16).contiguous(memory_format=fmt)
+        torch.full((2, 6, 37, 33), float("nan"), device="cuda", dtype=torch.float16)
+        problem = tileconv.problem_from_arguments(x, weight, bias, 1, 1, activation="relu")
+        with torch.no_grad():
+            out = conv2d_problem(problem, x, weight, bias, None, algo="dense_toeplitz")
+        ref = tileconv.conv2d_reference(x, weight, bias, padding=1, activation="relu")
+        assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
+    assert call_plans.stats()["replays"] >= replays + 2, "the repeated calls were not replayed"
+
+
 def test_no_problem_level_plan_inside_a_recorded_call():
     """conv2d records its whole call; the conv2d_problem it runs inside must not record a
     second, nested plan (a nested recording cannot count its launches: it would be refused
@@ -367,7 +392,7 @@ def _aten_ops(call) -> set[str]:
 @pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
                                              ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
-                                             ("tma_rows", 1, 32)])
+                                             ("tma_rows", 1, 32), ("dense_toeplitz", 1, 32)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
@@ -377,7 +402,7 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     from tileconv.kernels import LaunchConfig
 
     r = 1 if algo.startswith("gemm_1x1") else 3
-    c = 3 if algo == "im2row" else 32  # few channels: im2row unrolls 3 x 3 of them into 16
+    c = 3 if algo in ("im2row", "dense_toeplitz") else 32  # few channels: im2row unrolls 3 x 3 of them into 16
     x = torch.randn(2, c, 10, 10, device="cuda", dtype=torch.float16)
     if algo not in ("staged_nhwc", "gemm_1x1_nchw"):  # NCHW-input algorithms
         x = x.contiguous(memory_format=torch.channels_last)
