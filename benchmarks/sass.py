@@ -41,7 +41,7 @@ TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
-           "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel")
+           "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel")
 
 
 class _Recorder:
@@ -134,7 +134,8 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
                     "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
                     "depthwise_rows": launch.launch_depthwise_rows,
                     "depthwise_toeplitz": launch.launch_depthwise_toeplitz,
-                    "dense_toeplitz": launch.launch_dense_toeplitz}[algorithm]
+                    "dense_toeplitz": launch.launch_dense_toeplitz,
+                    "depthwise_plane": launch.launch_depthwise_plane}[algorithm]
         launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
     finally:
         for name, kernel in saved.items():
@@ -237,6 +238,7 @@ CASES = [
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
     ("tma_rows", "vae c512 hw128 k512"),
     ("dense_toeplitz", "seed003"),
+    ("depthwise_plane", "replknet dw13x13 c1024 hw7"),  # several channels a program: batched mma.sync
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
 # them here catches type errors in those branches on every CI run.
@@ -249,6 +251,7 @@ INT64_CASES = [
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("dense_toeplitz", "seed003"),
+    ("depthwise_plane", "replknet dw13x13 c1024 hw7"),
 ]
 # The backward kernels, dense and depthwise, compiled in both index widths.
 BACKWARD_CASES = [
@@ -258,6 +261,7 @@ BACKWARD_CASES = [
     ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
+PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (wgmma)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem.
 FORCED_BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
@@ -285,6 +289,8 @@ def main() -> int:
     # one-tile forms store by pointer.
     rows += [inspect("tma_rows", "vae c512 hw128 k512", int64, config=TMA_ROWS_ONE_TILE) for int64 in (False, True)]
     rows.append(inspect("gemm_1x1", "r50 c64 hw56 k64 1x1/1", config=TMA_ROWS_ONE_TILE))  # gemm_1x1's one-tile form
+    rows += [inspect("depthwise_plane", "replknet dw13x13 c1024 hw7", int64, config=PLANE_ONE_CHANNEL)
+             for int64 in (False, True)]
     rows.append(inspect_ladder("ladder2_tiled", "seed001 c64 hw64 k128"))
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, False, algorithm, dtype)

@@ -511,6 +511,18 @@ CONFIG_CASES = [
     # ... TF32, K = 24 in three 8-channel blocks, no padding, row stride 2.
     Case(1, 4, 9, 10, 24, 2, 3, stride=(2, 1), dtype="tf32", layout="nhwc", bias=True,
          algo="dense_toeplitz", config=LaunchConfig(16, 8, 4, 8, 4, 2)),
+    # depthwise_plane (one GEMM a channel over whole planes): a 13x13 filter padded by 6 over a
+    # 7x5 plane (most taps in the padding), multiplier 2, 4-channel batches over K = 12, 16-image
+    # tiles over N = 3 (a tail); the whole epilogue.
+    Case(3, 6, 7, 5, 12, 13, 13, padding=6, groups=6, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="depthwise_plane", config=LaunchConfig(16, 4, 32, 8, 8, 1)),
+    # ... strict fp32 (3xTF32) in NCHW, one channel a program (a 2D GEMM), stride and dilation 2.
+    Case(2, 4, 8, 8, 4, 5, 5, stride=2, padding=3, dilation=2, groups=4, dtype="fp32", layout="nchw",
+         activation="silu", algo="depthwise_plane", config=LaunchConfig(16, 1, 32, 8, 4, 1)),
+    # ... bf16, uneven 'same' padding of an even filter, 8-channel batches over K = 5 (a tail),
+    # a 4x9 plane (36 of 64 reduction rows).
+    Case(1, 5, 4, 9, 5, 4, 2, padding="same", groups=5, dtype="bf16", layout="nhwc", residual=True,
+         activation="gelu", algo="depthwise_plane", config=LaunchConfig(16, 8, 32, 8, 8, 1)),
     # The seed's ladder (kernels/ladder.py). Steps 0 and 1: one channel per program (their
     # GPU config) with a pixel tile larger than the problem; 4-channel tiles cutting across
     # groups (K/g = 6) with an M tail.
@@ -731,15 +743,18 @@ def test_staged_nhwc_int64_variant_computes(layout_kind: str, device: str, seed:
 
 
 @pytest.mark.parametrize("layout_kind", ["nhwc", "nchw"])
-def test_dense_toeplitz_int64_variant_computes(layout_kind: str, device: str, seed: int, monkeypatch):
-    """dense_toeplitz copies its input too (zero-bordered rows), and 1x1 filters (the int64
-    test above) are not its own: its INT64 variants (copy and banded GEMM) run here on a small
-    problem, forced on."""
+@pytest.mark.parametrize("algo", ["dense_toeplitz", "depthwise_plane"])
+def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str, seed: int, monkeypatch):
+    """The int64 problems above are 1x1 convolutions over huge planes, which neither banded
+    kernel takes (dense_toeplitz bands filter columns, depthwise_plane maps planes of at most
+    64 pixels): their INT64 variants (dense_toeplitz's copy too) run here on small problems,
+    forced on."""
     from tileconv.kernels import launch
 
     monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
-    case = Case(2, 6, 9, 11, 6, 3, 3, padding=1, dtype="fp16", layout=layout_kind, bias=True, residual=True,
-                activation="relu", algo="dense_toeplitz")
+    groups = 6 if algo == "depthwise_plane" else 1
+    case = Case(2, 6, 7, 8, 6, 3, 3, padding=1, groups=groups, dtype="fp16", layout=layout_kind, bias=True,
+                residual=True, activation="relu", algo=algo)
     check_case(case, device, seed)
 
 

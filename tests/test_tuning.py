@@ -25,7 +25,7 @@ from tileconv.dispatch import cache, clear_selection_cache, select
 from tileconv.dispatch import tune as tune_module
 from tileconv.dispatch.candidates import (
     MAX_ACCUMULATORS_PER_THREAD,
-    MAX_DENSE_TOEPLITZ_ACCUMULATORS,
+    MAX_BANDED_ACCUMULATORS,
     TMA_ROWS_BARRIER_BYTES,
     TMA_ROWS_MIN_RACE_WIDTH,
     DeviceLimits,
@@ -49,6 +49,7 @@ from tileconv.kernels.launch import (
     MAX_DENSE_TOEPLITZ_VALUES,
     MAX_TOEPLITZ_REACH,
     dense_toeplitz_tiling,
+    plane_sizes,
     toeplitz_reach,
 )
 from tileconv.reference import conv2d_reference
@@ -294,9 +295,16 @@ def test_candidates_respect_the_constraints(limits):
                 assert config.block_m >= 16 and config.block_n <= problem.k, where
                 assert tiling.span * problem.c <= MAX_DENSE_TOEPLITZ_VALUES, where
                 assert 16 <= tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS, where
-                assert config.block_m * tiling.block_nn <= MAX_DENSE_TOEPLITZ_ACCUMULATORS * 32 * config.num_warps, where
+                assert config.block_m * tiling.block_nn <= MAX_BANDED_ACCUMULATORS * 32 * config.num_warps, where
                 assert dense_toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget, where
                 assert problem.c < 16, where  # raced for few input channels only
+            elif name == "depthwise_plane":  # whole small planes: tensor-core edges, accumulator fits, one pass
+                _, pq_pad = plane_sizes(problem)
+                assert problem.h * problem.w <= 64 and problem.out_h * problem.out_w <= 64, where
+                assert config.block_m >= 16 and config.num_stages == 1, where
+                fitted = config != default_config(problem, name)  # the interpreter's default has one warp
+                assert not fitted or (config.block_m * config.block_n * pq_pad
+                                      <= MAX_BANDED_ACCUMULATORS * 32 * config.num_warps), where
             else:  # CUDA-core kernels: accumulators fit the registers, no pipelining
                 assert config.block_m * config.block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps, where
                 assert config.num_stages == 1, where
@@ -320,7 +328,8 @@ def test_which_algorithms_race():
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)
         rows = ["depthwise_rows"] if (depthwise.r, depthwise.stride[0]) == (3, 1) else []  # 3x3, rows streamed
         banded = ["depthwise_toeplitz"] if depthwise.s >= 5 else []  # 7x7 and up: the tensor-core kernel
-        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded]), \
+        plane = ["depthwise_plane"] if depthwise.h * depthwise.w <= 64 else []  # 7x7 planes: one GEMM a channel
+        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane]), \
             depthwise.describe()
     stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row), banded
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels

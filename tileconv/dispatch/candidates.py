@@ -42,6 +42,7 @@ from ..kernels.launch import (
     dense_toeplitz_span,
     dense_toeplitz_tiling,
     group_pack_factor,
+    plane_sizes,
     toeplitz_reach,
 )
 from ..problem import ConvProblem
@@ -465,12 +466,14 @@ def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | N
 # without a GPU, so a spread around the heuristics' tile (the GEMM's N = columns x channels
 # from 32 to 256, 64 to 256 rows) rather than measured winners. Channels past K are cut to K.
 _DENSE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int, int], ...] = (
-    (64, 16, 8, 4, 4), (128, 16, 4, 4, 4), (128, 16, 16, 8, 3), (256, 16, 8, 8, 3), (128, 32, 4, 4, 4),
-    (64, 64, 4, 4, 4), (128, 16, 2, 4, 5), (128, 64, 2, 4, 4),
+    (64, 16, 8, 4, 4), (128, 16, 4, 8, 4), (64, 16, 16, 8, 3), (256, 16, 4, 8, 3), (64, 16, 4, 4, 4),
+    (128, 32, 2, 8, 4), (64, 64, 2, 8, 4), (128, 16, 2, 4, 5),
 )
-# The dense Toeplitz kernel's accumulator, [rows, columns x channels] in fp32: at most this many
-# values a thread.
-MAX_DENSE_TOEPLITZ_ACCUMULATORS = 128
+# The banded kernels' fp32 accumulators (dense_toeplitz: rows x columns x channels;
+# depthwise_plane: images x channels x output pixels): at most this many a thread. sm_90
+# compiles (bias, residual and activation in the epilogue) took 96-137 registers with 32 and
+# 228-255 with 64 (the epilogue's address tiles; dense_toeplitz's 64x256 tile at 4 warps spilled).
+MAX_BANDED_ACCUMULATORS = 32
 
 
 def dense_toeplitz_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
@@ -499,9 +502,31 @@ def dense_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None 
             config = replace(config, num_stages=config.num_stages - 1)
         if (tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS
                 and dense_toeplitz_span(problem, columns) * problem.c <= MAX_DENSE_TOEPLITZ_VALUES
-                and rows * tiling.block_nn <= MAX_DENSE_TOEPLITZ_ACCUMULATORS * 32 * num_warps
+                and rows * tiling.block_nn <= MAX_BANDED_ACCUMULATORS * 32 * num_warps
                 and dense_toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget):
             fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
+# depthwise_plane (images, channels, num_warps): written without a GPU, a spread around the
+# heuristics' tile. One channel a program: a 2D GEMM; several: batched over the channels.
+_DEPTHWISE_PLANE_BASE: tuple[tuple[int, int, int], ...] = (
+    (32, 4, 8), (32, 1, 4), (32, 2, 4), (16, 8, 8), (64, 1, 8), (32, 8, 8), (16, 4, 4), (64, 2, 8),
+)
+
+
+def depthwise_plane_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated depthwise_plane configs: ``block_m`` images (at least 16, no more
+    than the batch rounded up), ``block_n`` channels (no more than K rounded up); configs whose
+    accumulator would pass :data:`MAX_BANDED_ACCUMULATORS` a thread are left out."""
+    start = default_config(problem, "depthwise_plane")
+    _, pq_pad = plane_sizes(problem)
+    fitted = [start]
+    for images, channels, num_warps in _DEPTHWISE_PLANE_BASE:
+        images = min(images, _pow2_at_least(problem.n, 16))
+        channels = min(channels, _pow2_at_least(problem.k, 1))
+        if images * channels * pq_pad <= MAX_BANDED_ACCUMULATORS * 32 * num_warps:
+            fitted.append(replace(start, block_m=images, block_n=channels, num_warps=num_warps, num_stages=1))
     return list(dict.fromkeys(fitted))
 
 
@@ -520,6 +545,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "depthwise_rows": depthwise_rows_candidates,
     "depthwise_toeplitz": depthwise_toeplitz_candidates,
     "dense_toeplitz": dense_toeplitz_candidates,
+    "depthwise_plane": depthwise_plane_candidates,
     "direct": direct_candidates,
 }
 

@@ -185,6 +185,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _tma_rows_config(problem)
     if algorithm == "dense_toeplitz":
         return _dense_toeplitz_config(problem)
+    if algorithm == "depthwise_plane":
+        return _depthwise_plane_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
@@ -270,12 +272,25 @@ def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
     return LaunchConfig(block_m=64, block_n=1, block_k=block_q, num_warps=4, num_stages=3)
 
 
+def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
+    """``block_m`` images x ``block_n`` channels. Not measured yet (written without a GPU): in
+    channels_last 4 channels a program (8 bytes a pixel; a batched GEMM over them), in NCHW
+    one (its planes contiguous; a 2D GEMM); up to 32 images (at least 16, a tensor-core
+    tile), so that at batch 32 each channel's plane map is read once. ``tune`` races it."""
+    images = _pow2_between(problem.n, 16, 32)
+    if INTERPRET:
+        return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 1, 4), num_warps=1, num_stages=1)
+    if problem.layout == "nhwc":  # 8 warps: 32 fp32 accumulators a thread (an sm_90 compile: 135 registers)
+        return LaunchConfig(block_m=images, block_n=4, num_warps=8, num_stages=1)
+    return LaunchConfig(block_m=images, block_n=1, num_warps=4, num_stages=1)
+
+
 def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
     """``block_m`` output rows x ``block_k`` output columns x ``block_n`` output channels. Not
     measured yet (written without a GPU): all of K up to 16 channels (else 32) a program, and
     as many columns as keep the GEMM's N (columns x channels) within 64, at least enough that
     a column block's segment starts 16 bytes after the last (an aligned asynchronous copy),
-    within the kernel's band size; 128 rows, 4 warps, 4 stages. ``tune`` races it."""
+    within the kernel's band size; 128 rows, 8 warps, 4 stages. ``tune`` races it."""
     block_kc = problem.k if problem.k <= 16 else 32
     per_column = problem.stride[1] * problem.c * problem.itemsize  # bytes a segment moves per column
     aligned = 16 // math.gcd(16, per_column)  # the fewest columns that keep segments 16-byte aligned
@@ -285,7 +300,9 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
         block_q //= 2
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=min(block_kc, 8), block_k=min(block_q, 4), num_warps=1, num_stages=1)
-    return LaunchConfig(block_m=128, block_n=block_kc, block_k=block_q, num_warps=4, num_stages=4)
+    # 8 warps: 32 fp32 accumulators a thread. With 64 (4 warps) an sm_90 compile of the seed's
+    # tile took all 255 registers (the epilogue's address tiles); with 32, 124.
+    return LaunchConfig(block_m=128, block_n=block_kc, block_k=block_q, num_warps=8, num_stages=4)
 
 
 def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:

@@ -19,6 +19,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   input row loaded once and reused for the three output rows it touches.
 - ``depthwise_toeplitz`` (:mod:`.depthwise_toeplitz`): depthwise convolution with large
   filters on the tensor cores, each filter row a banded (Toeplitz) GEMM per channel.
+- ``depthwise_plane`` (:mod:`.depthwise_plane`): depthwise convolution over small planes (7x7)
+  on the tensor cores, each channel's whole convolution one GEMM with a plane-to-plane map.
 - ``dense_toeplitz`` (:mod:`.dense_toeplitz`): dense convolutions with few input channels
   on the tensor cores, each filter row a banded (Toeplitz) GEMM over a row segment of a
   zero-bordered channels_last copy of the input.
@@ -52,6 +54,7 @@ from .ladder import (
 )
 from .launch import (
     dense_toeplitz_unsupported_reason,
+    depthwise_plane_unsupported_reason,
     depthwise_rows_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     depthwise_unsupported_reason,
@@ -61,6 +64,7 @@ from .launch import (
     im2row_unsupported_reason,
     launch_dense_toeplitz,
     launch_depthwise,
+    launch_depthwise_plane,
     launch_depthwise_rows,
     launch_depthwise_toeplitz,
     launch_direct,
@@ -164,6 +168,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "tensor-core depthwise convolution for large filters: each filter row a banded (Toeplitz) GEMM per channel",
         launch_depthwise_toeplitz,
         depthwise_toeplitz_unsupported_reason,
+    ),
+    "depthwise_plane": Algorithm(
+        "depthwise_plane",
+        "tensor-core depthwise convolution over small planes: each channel one GEMM with a plane-to-plane map",
+        launch_depthwise_plane,
+        depthwise_plane_unsupported_reason,
     ),
     "dense_toeplitz": Algorithm(
         "dense_toeplitz",

@@ -17,6 +17,7 @@ from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
 from .depthwise import conv2d_depthwise_kernel
+from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .direct import conv2d_direct_kernel
@@ -33,6 +34,7 @@ from .weights import (
     channel_minor_weight,
     channels_last_weight,
     dense_toeplitz_weight,
+    plane_weight,
     toeplitz_weight,
     unrolled_columns_weight,
 )
@@ -466,6 +468,58 @@ def launch_depthwise_toeplitz(
         problem.r, problem.s, MULTIPLIER=problem.k // problem.c, **epilogue, **dot_constexprs(problem),
         BLOCK_M=config.block_m, BLOCK_Q=block_q, BLOCK_C=config.block_n, JK=jk,
         INT64=max(x.numel(), banded.numel()) >= INT32_LIMIT or needs_int64(problem), PLANES=config.block_n == 1,
+        num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+# depthwise_plane: a channel's whole input and output planes are one GEMM's reduction and N,
+# each rounded up to a power of two; past this many pixels T (hw x pq a channel) outgrows a
+# tile and the bytes of the input it replaces.
+MAX_PLANE_PIXELS = 64
+
+
+def plane_sizes(problem: ConvProblem) -> tuple[int, int]:
+    """(HW_PAD, PQ_PAD) of :mod:`.depthwise_plane`: H*W and P*Q rounded up to powers of two
+    of at least 16 (a tensor-core K-slice and N tile)."""
+    return (max(16, 1 << (problem.h * problem.w - 1).bit_length()),
+            max(16, 1 << (problem.out_h * problem.out_w - 1).bit_length()))
+
+
+def depthwise_plane_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_plane` cannot run ``problem`` (None if it can)."""
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
+    if max(problem.h * problem.w, problem.out_h * problem.out_w) > MAX_PLANE_PIXELS:
+        return (f"its planes have {problem.h * problem.w} input and {problem.out_h * problem.out_w} output pixels: "
+                f"it maps whole planes of at most {MAX_PLANE_PIXELS}")
+    if problem.k > MAX_GRID_Y:
+        return f"it runs a grid row per output channel: it needs at most {MAX_GRID_Y} of them"
+    return None
+
+
+def launch_depthwise_plane(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_plane_kernel`: programs of ``config.block_m`` images by
+    ``config.block_n`` output channels, each channel's output planes one GEMM of its input
+    planes with the channel's plane map."""
+    hw_pad, pq_pad = plane_sizes(problem)
+    maps = plane_weight(weight, (problem.h, problem.w), (problem.out_h, problem.out_w), problem.stride,
+                        problem.padding, problem.dilation, hw_pad, pq_pad)
+    args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
+    x_arg, w_arg, *pointers = args[:5]
+    grid = (cdiv(problem.n, config.block_m), cdiv(problem.k, config.block_n))
+    return launch(conv2d_depthwise_plane_kernel, grid,
+        x_arg, maps, w_arg, *pointers, *args[5:], problem.k, *geometry,
+        **constexprs, MULTIPLIER=problem.k // problem.c, BLOCK_N=config.block_m, BLOCK_C=config.block_n,
+        HW_PAD=hw_pad, PQ_PAD=pq_pad, **dot_constexprs(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 

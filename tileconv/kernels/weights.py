@@ -192,3 +192,38 @@ def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block
 
     return _cached(weight, f"dense_toeplitz/{stride_w}/{dil_w}/{block_q}/{block_kc}/{t_len}/{block_nn}/{int(qq_minor)}",
                    build)
+
+
+def plane_weight(weight: torch.Tensor, plane: tuple[int, int], out_plane: tuple[int, int],
+                 stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int],
+                 hw_pad: int, pq_pad: int) -> torch.Tensor:
+    """The per-channel plane maps of :mod:`tileconv.kernels.depthwise_plane`: a contiguous
+    (K, hw_pad, pq_pad) tensor with
+
+        T[k, h*W + w, p*Q + q] = w[k, 0, r, s]  where h = p*U - pad_h + r*dil_h,
+                                                      w = q*V - pad_w + s*dil_w
+
+    for the taps that land inside the ``plane`` (H, W), zeros elsewhere (taps in the padding,
+    rows and columns past H*W and P*Q), so that a channel's output plane is its input plane
+    times T[k]. ``weight`` is a depthwise (K, 1, R, S) filter; ``out_plane`` is (P, Q)."""
+    (height, width), (out_h, out_w) = plane, out_plane
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, _, r, s = w.shape
+        dev = w.device
+        p = torch.arange(out_h, device=dev).view(-1, 1, 1, 1)
+        q = torch.arange(out_w, device=dev).view(1, -1, 1, 1)
+        tap_r = torch.arange(r, device=dev).view(1, 1, -1, 1)
+        tap_s = torch.arange(s, device=dev).view(1, 1, 1, -1)
+        h = p * stride[0] - padding[0] + tap_r * dilation[0]
+        col = q * stride[1] - padding[1] + tap_s * dilation[1]
+        inside = ((h >= 0) & (h < height) & (col >= 0) & (col < width)).expand(out_h, out_w, r, s)
+        source = (h * width + col).expand(out_h, out_w, r, s)[inside]  # input pixel of each tap inside
+        target = (p * out_w + q).expand(out_h, out_w, r, s)[inside]  # its output pixel
+        tap = (tap_r * s + tap_s).expand(out_h, out_w, r, s)[inside]  # and which tap it is
+        out = w.new_zeros((k, hw_pad, pq_pad))
+        out[:, source, target] = w.reshape(k, r * s)[:, tap]  # distinct taps of an output meet distinct pixels
+        return out
+
+    key = f"plane/{height}x{width}/{out_h}x{out_w}/{stride}/{padding}/{dilation}/{hw_pad}/{pq_pad}"
+    return _cached(weight, key, build)
