@@ -5,6 +5,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py gemm     # dense: seed000, resnet50, vae
     python3 benchmarks/probe.py direct   # depthwise, grouped, seed003, the stem
     python3 benchmarks/probe.py toeplitz # dense_toeplitz: seed003 (three dtypes), the stem, the VAE's C = 4
+    python3 benchmarks/probe.py plane    # depthwise_plane: the depthwise suite's 7x7-plane rows, both layouts
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -108,6 +109,18 @@ elif mode == "toeplitz":
             bench_problem(label + " " + algo.name, p, [hc], algo.name)
             bench_problem(label + " dense_toeplitz", p, dense_toeplitz_candidates(p), "dense_toeplitz")
     torch.backends.cudnn.allow_tf32 = False
+elif mode == "plane":
+    # depthwise_plane (whole 7x7 planes, one GEMM a channel): its candidates against the
+    # heuristics' kernel and cuDNN on the depthwise suite's 7x7-plane rows, both layouts.
+    from tileconv.dispatch.candidates import depthwise_plane_candidates
+    for c in get_suite("depthwise"):
+        if c.h * c.w > 64:
+            continue
+        for layout in ("nhwc", "nchw"):
+            p = c.problem(torch.float16, layout)
+            algo, hc = select(p)
+            bench_problem(f"{c.name} {layout} {algo.name}", p, [hc], algo.name)
+            bench_problem(f"{c.name} {layout} depthwise_plane", p, depthwise_plane_candidates(p), "depthwise_plane")
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
 i = random_inputs(p, "cuda", seed=0)

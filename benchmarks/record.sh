@@ -14,8 +14,9 @@
 #   bash benchmarks/record.sh r50        resnet50 fp16 NHWC (heuristics, then tuned) and TF32 NHWC tuned
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
 #                                        Nsight Compute on the depthwise rows whose name contains case)
-#   bash benchmarks/record.sh toeplitz   dense_toeplitz: its GPU tests, benchmarks/probe.py toeplitz, seed003 tuned
-#                                        (fp16 NHWC, strict fp32 NCHW)
+#   bash benchmarks/record.sh banded     dense_toeplitz and depthwise_plane: their GPU tests, benchmarks/probe.py
+#                                        toeplitz and plane (every candidate against cuDNN)
+#   bash benchmarks/record.sh banded-record  seed003 (fp16 NHWC, strict fp32 NCHW) and the depthwise suite, tuned
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -184,21 +185,29 @@ direct)
     done
     save
     ;;
-toeplitz)
-    # dense_toeplitz (few input channels; written without a GPU): its GPU tests, the probe (every
-    # candidate against the heuristics' algorithm and cuDNN), then seed003 tuned, fp16 NHWC and
-    # strict fp32 NCHW (issue 5's seed003 rows), and the resnet50 stem.
-    TAILN=4 step tests-toeplitz 240 python -m pytest -q -p no:cacheprovider -n 8 \
-        -k "${TESTS:-dense_toeplitz or replayed or forward_launchers or hopper}" \
+banded)
+    # The banded kernels written without a GPU (session 9): dense_toeplitz (few input channels)
+    # and depthwise_plane (7x7 planes). Their GPU tests, then each probe: every candidate
+    # against the heuristics' kernel and cuDNN.
+    TAILN=4 step tests-banded 300 python -m pytest -q -p no:cacheprovider -n 8 \
+        -k "${TESTS:-dense_toeplitz or depthwise_plane or banded or replayed or forward_launchers or hopper}" \
         tests/test_conv2d.py tests/test_call_plans.py tests/test_sass.py tests/test_tuning.py
-    TAILN=40 step probe-toeplitz 150 python benchmarks/probe.py toeplitz
+    TAILN=40 step probe-toeplitz 120 python benchmarks/probe.py toeplitz
+    TAILN=40 step probe-plane 90 python benchmarks/probe.py plane
     save
+    ;;
+banded-record)
+    # Issue 5's rows they serve, tuned (tune races them): seed003 in fp16 NHWC and strict fp32
+    # NCHW, then the depthwise suite.
     TAILN=2 step tune-seed 60 python -m tileconv tune --suite seed
     TAILN=2 step tune-seed-fp32 60 python -m tileconv tune --suite seed --dtype float32 --layout nchw
     save
     TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
     TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
         --json "$R/seed003-float32-nchw.json"
+    save
+    TAILN=2 step tune-depthwise 200 python -m tileconv tune --suite depthwise
+    TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
     save
     ;;
 model)
@@ -217,7 +226,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|toeplitz|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|banded|banded-record|model|models" >&2
     exit 2
     ;;
 esac
