@@ -555,6 +555,31 @@ def test_pinned_configs_reach_every_algorithm():
     assert {c.algo for c in CONFIG_CASES} == set(tileconv.ALGORITHMS)
 
 
+def test_tap_unrolling_rule_and_its_cases():
+    """The CUDA-core kernels unroll the whole filter, one filter row, or nothing, by the bytes
+    of the unrolled taps' loads a thread (kernels.launch.unrolled_taps); the interpreter's
+    default configs (one warp, large tiles) take the runtime loops, and the pinned cases
+    reach the two unrolled forms of both kernels."""
+    from tileconv.kernels.launch import unrolled_taps
+
+    def form(problem, elements, warps):
+        unroll = unrolled_taps(problem, elements, warps)
+        return "filter" if unroll["UNROLL_R"] else "row" if unroll["UNROLL_S"] else "loops"
+
+    dw3, dw7 = (Case(2, 8, 9, 9, 8, r, r, padding=r // 2, groups=8, dtype="fp16", layout="nhwc").meta_problem()
+                for r in (3, 7))
+    assert form(dw3, 2048, 4) == "filter"  # 16 fp16 values a thread x 9 taps: 288 bytes
+    assert form(dw7, 2048, 4) == "row" and form(dw7, 4096, 4) == "loops"  # 7 x 32 bytes; 7 x 64
+    assert form(replace(dw3, dtype=torch.float32), 2048, 4) == "row"  # 9 x 64 bytes: one row of 3
+    reached = set()
+    for case in CONFIG_CASES:
+        if case.algo in ("direct", "depthwise"):
+            config, problem = case.config, case.meta_problem()
+            tile = config.block_m * config.block_n  # the depthwise kernel's pixel tile is block_m too
+            reached.add((case.algo, form(problem, tile, config.num_warps)))
+    assert {("direct", "filter"), ("direct", "row"), ("depthwise", "filter"), ("depthwise", "row")} <= reached
+
+
 @pytest.mark.parametrize("case", CONFIG_CASES, ids=[c.id for c in CONFIG_CASES])
 def test_pinned_launch_config(case: Case, device: str, seed: int, allow_tf32):
     assert case.is_valid(), f"{case.id}: {case.algo} does not compute this problem"

@@ -17,6 +17,34 @@ import triton.language as tl
 from .common import store_output_tile
 
 
+@triton.jit
+def _depthwise_tap(acc, x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws):
+    """acc + the tile's tap s of one filter row: each pixel's input under the tap (0 in the
+    padding) times each channel's weight."""
+    iw = iw0 + s * dil_w
+    ok = row_ok & (iw >= 0) & (iw < W)
+    xv = tl.load((x_row + iw * stride_xw)[:, None] + x_chan, mask=ok[:, None] & mask_k[None, :], other=0.0)
+    wv = tl.load(w_row + s * stride_ws, mask=mask_k, other=0.0)
+    return acc + xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+
+
+@triton.jit
+def _depthwise_row(acc, x_img, x_chan, w_chan, ih0, iw0, mask_m, mask_k, H, W, r, S,
+                   dil_h, dil_w, stride_xh, stride_xw, stride_wr, stride_ws, UNROLL_S: tl.constexpr):
+    """acc + the tile's taps along filter row r (unrolled when UNROLL_S is the row's length)."""
+    ih = ih0 + r * dil_h
+    row_ok = mask_m & (ih >= 0) & (ih < H)
+    x_row = x_img + ih * stride_xh
+    w_row = w_chan + r * stride_wr
+    if UNROLL_S > 0:
+        for s in tl.static_range(UNROLL_S):
+            acc = _depthwise_tap(acc, x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws)
+    else:
+        for s in range(0, S):
+            acc = _depthwise_tap(acc, x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws)
+    return acc
+
+
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
 # shapes (first calls stay fast). Strides and channel counts are: their divisibility
 # decides whether loads, masks and stores can be 16 bytes wide.
@@ -39,6 +67,10 @@ def conv2d_depthwise_kernel(
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_P: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_C: tl.constexpr,
     INT64: tl.constexpr,
+    # R and S as compile-time loop bounds (0: a runtime loop), for small filters: the taps
+    # unrolled, so their loads are independent instructions the compiler can issue together
+    # rather than one tap's latency after another's (see kernels.launch.unrolled_taps).
+    UNROLL_R: tl.constexpr = 0, UNROLL_S: tl.constexpr = 0,
 ):
     pid_pixels = tl.program_id(0)
     pid_c = tl.program_id(1)
@@ -65,16 +97,14 @@ def conv2d_depthwise_kernel(
     iw0 = q_idx * stride_w - pad_w
 
     acc = tl.zeros((BLOCK_P * BLOCK_Q, BLOCK_C), dtype=tl.float32)
-    for r in range(0, R):
-        ih = ih0 + r * dil_h
-        row_ok = mask_m & (ih >= 0) & (ih < H)
-        x_row = x_img + ih * stride_xh
-        for s in range(0, S):
-            iw = iw0 + s * dil_w
-            ok = row_ok & (iw >= 0) & (iw < W)
-            xv = tl.load((x_row + iw * stride_xw)[:, None] + x_chan, mask=ok[:, None] & mask_k[None, :], other=0.0)
-            wv = tl.load(w_chan + r * stride_wr + s * stride_ws, mask=mask_k, other=0.0)
-            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+    if UNROLL_R > 0:
+        for r in tl.static_range(UNROLL_R):
+            acc = _depthwise_row(acc, x_img, x_chan, w_chan, ih0, iw0, mask_m, mask_k, H, W, r, S,
+                                 dil_h, dil_w, stride_xh, stride_xw, stride_wr, stride_ws, UNROLL_S)
+    else:
+        for r in range(0, R):
+            acc = _depthwise_row(acc, x_img, x_chan, w_chan, ih0, iw0, mask_m, mask_k, H, W, r, S,
+                                 dil_h, dil_w, stride_xh, stride_xw, stride_wr, stride_ws, UNROLL_S)
 
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, k_idx, mask_k,

@@ -19,6 +19,51 @@ import triton.language as tl
 from .common import output_pixels, pixel_count, store_output_tile
 
 
+@triton.jit
+def _direct_row(acc, x_pix, w_col, c_base, ih0, iw0, mask_m, mask_n, H, W, r, S, C_PER_GROUP,
+                dil_h, dil_w, stride_xc, stride_xh, stride_xw, stride_wc, stride_wr, stride_ws,
+                DENSE: tl.constexpr, UNROLL_S: tl.constexpr):
+    """acc + the tile's taps along filter row r (unrolled when UNROLL_S is the row's length)."""
+    ih = ih0 + r * dil_h
+    row_ok = mask_m & (ih >= 0) & (ih < H)
+    x_row = x_pix + ih * stride_xh
+    w_row = w_col + r * stride_wr
+    if UNROLL_S > 0:
+        for s in tl.static_range(UNROLL_S):
+            acc = _direct_tap(acc, x_row, w_row, c_base, row_ok, iw0, mask_n, W, s, C_PER_GROUP,
+                              dil_w, stride_xc, stride_xw, stride_wc, stride_ws, DENSE)
+    else:
+        for s in range(0, S):
+            acc = _direct_tap(acc, x_row, w_row, c_base, row_ok, iw0, mask_n, W, s, C_PER_GROUP,
+                              dil_w, stride_xc, stride_xw, stride_wc, stride_ws, DENSE)
+    return acc
+
+
+@triton.jit
+def _direct_tap(acc, x_row, w_row, c_base, row_ok, iw0, mask_n, W, s, C_PER_GROUP,
+                dil_w, stride_xc, stride_xw, stride_wc, stride_ws, DENSE: tl.constexpr):
+    """acc + the tile's tap s of one filter row over the group's channels (0 in the padding)."""
+    iw = iw0 + s * dil_w
+    ok = row_ok & (iw >= 0) & (iw < W)
+    x_tap = x_row + iw * stride_xw
+    w_tap = w_row + s * stride_ws
+    for c in range(0, C_PER_GROUP):
+        wv = tl.load(w_tap + c * stride_wc, mask=mask_n, other=0.0)
+        if DENSE:
+            # groups = 1: every output channel of the tile reads input channel c, so
+            # one load per pixel feeds BLOCK_N multiply-adds (an outer product).
+            xv = tl.load(x_tap + c * stride_xc, mask=ok, other=0.0)
+            acc += xv.to(tl.float32)[:, None] * wv.to(tl.float32)[None, :]
+        else:
+            xv = tl.load(
+                x_tap[:, None] + ((c_base + c) * stride_xc)[None, :],
+                mask=ok[:, None] & mask_n[None, :],
+                other=0.0,
+            )
+            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+    return acc
+
+
 # Spatial sizes and geometry are not specialised, so one compiled kernel serves many
 # shapes (first calls stay fast). Strides and channel counts are: their divisibility
 # decides whether loads, masks and stores can be 16 bytes wide.
@@ -42,6 +87,9 @@ def conv2d_direct_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     INT64: tl.constexpr,
     DENSE: tl.constexpr,  # groups = 1: the input pixel is loaded once for all BLOCK_N output channels
+    # R and S as compile-time loop bounds (0: a runtime loop), for small filters: the taps
+    # unrolled (see kernels.launch.unrolled_taps).
+    UNROLL_R: tl.constexpr = 0, UNROLL_S: tl.constexpr = 0,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -63,28 +111,16 @@ def conv2d_direct_kernel(
     w_col = w_ptr + offs_n * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for r in range(0, R):
-        ih = ih0 + r * dil_h
-        row_ok = mask_m & (ih >= 0) & (ih < H)
-        for s in range(0, S):
-            iw = iw0 + s * dil_w
-            ok = row_ok & (iw >= 0) & (iw < W)
-            x_tap = x_pix + ih * stride_xh + iw * stride_xw
-            w_tap = w_col + r * stride_wr + s * stride_ws
-            for c in range(0, C_PER_GROUP):
-                wv = tl.load(w_tap + c * stride_wc, mask=mask_n, other=0.0)
-                if DENSE:
-                    # groups = 1: every output channel of the tile reads input channel c, so
-                    # one load per pixel feeds BLOCK_N multiply-adds (an outer product).
-                    xv = tl.load(x_tap + c * stride_xc, mask=ok, other=0.0)
-                    acc += xv.to(tl.float32)[:, None] * wv.to(tl.float32)[None, :]
-                else:
-                    xv = tl.load(
-                        x_tap[:, None] + ((c_base + c) * stride_xc)[None, :],
-                        mask=ok[:, None] & mask_n[None, :],
-                        other=0.0,
-                    )
-                    acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+    if UNROLL_R > 0:
+        for r in tl.static_range(UNROLL_R):
+            acc = _direct_row(acc, x_pix, w_col, c_base, ih0, iw0, mask_m, mask_n, H, W, r, S, C_PER_GROUP,
+                              dil_h, dil_w, stride_xc, stride_xh, stride_xw, stride_wc, stride_wr, stride_ws,
+                              DENSE, UNROLL_S)
+    else:
+        for r in range(0, R):
+            acc = _direct_row(acc, x_pix, w_col, c_base, ih0, iw0, mask_m, mask_n, H, W, r, S, C_PER_GROUP,
+                              dil_h, dil_w, stride_xc, stride_xh, stride_xw, stride_wc, stride_wr, stride_ws,
+                              DENSE, UNROLL_S)
 
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, mask_n,

@@ -301,6 +301,31 @@ def launch_gemm_1x1_nchw(
     )
 
 
+# The CUDA-core kernels unroll their tap loops where the loads of the unrolled taps, all in
+# flight at once, take at most this many bytes of registers a thread. sm_90 compiles (fp16,
+# bias and relu in the epilogue): a 3x3 filter fully unrolled over 16 values a thread (288
+# bytes) took 106-123 registers against 64-80 with runtime loops; a 7x7 filter row unrolled
+# over 32 values a thread (448 bytes) took 255 and spilled, over 16 (224 bytes) 134.
+MAX_UNROLLED_BYTES = 288
+
+
+def unrolled_taps(problem: ConvProblem, tile_elements: int, num_warps: int) -> dict:
+    """The CUDA-core kernels' UNROLL_R / UNROLL_S for a tile of ``tile_elements`` outputs on
+    ``num_warps`` warps: the whole filter unrolled at compile time where its taps' loads fit
+    :data:`MAX_UNROLLED_BYTES` a thread, else one filter row, else neither (runtime loops,
+    one compile for every filter size). With runtime loops a tap's loads are issued only
+    after the previous tap's multiply-adds, which wait on its loads: one memory latency a tap
+    a warp, hidden only by other warps (the SASS had one input load a loop iteration); the
+    3x3 depthwise rows ran at 14%-49% of the copy roofline that way (H200, seventh session).
+    Not measured yet (written without a GPU)."""
+    per_tap = max(1, tile_elements // (32 * num_warps)) * problem.itemsize
+    if problem.r * problem.s * per_tap <= MAX_UNROLLED_BYTES:
+        return dict(UNROLL_R=problem.r, UNROLL_S=problem.s)
+    if problem.s * per_tap <= MAX_UNROLLED_BYTES:
+        return dict(UNROLL_R=0, UNROLL_S=problem.s)
+    return dict(UNROLL_R=0, UNROLL_S=0)
+
+
 def launch_direct(
     problem: ConvProblem,
     x: torch.Tensor,
@@ -318,6 +343,7 @@ def launch_direct(
         *args, problem.k, problem.c_per_group, problem.k_per_group, *geometry,
         **constexprs,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, DENSE=problem.groups == 1,
+        **unrolled_taps(problem, config.block_m * config.block_n, config.num_warps),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
@@ -345,6 +371,7 @@ def launch_depthwise(
         *args, problem.k, *geometry, **constexprs,
         MULTIPLIER=problem.k // problem.c,
         BLOCK_P=block_p, BLOCK_Q=block_q, BLOCK_C=config.block_n,
+        **unrolled_taps(problem, block_p * block_q * config.block_n, config.num_warps),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
 
