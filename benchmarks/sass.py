@@ -105,6 +105,26 @@ def _sass_counts(cubin: bytes) -> dict[str, int]:
     return counts
 
 
+def record_launches(problem, algorithm: str, config: LaunchConfig) -> dict[str, _Recorder]:
+    """Run ``algorithm``'s launcher (``launch.launch_<algorithm>``) on CPU tensors of ``problem``
+    with every kernel of launch.py replaced by a recorder: the kernels it launched, by name,
+    each with its calls' arguments."""
+    inputs = random_inputs(problem, "cpu", seed=0)
+    out = torch.empty(problem.output_shape, dtype=problem.dtype)
+    if problem.layout == "nhwc":
+        out = out.contiguous(memory_format=torch.channels_last)
+    recorders = {name: _Recorder(getattr(launch, name)) for name in KERNELS}
+    saved = {name: getattr(launch, name) for name in KERNELS}
+    try:
+        for name, recorder in recorders.items():
+            setattr(launch, name, recorder)
+        getattr(launch, f"launch_{algorithm}")(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
+    finally:
+        for name, kernel in saved.items():
+            setattr(launch, name, kernel)
+    return {n: r for n, r in recorders.items() if r.calls}
+
+
 def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | None = None,
             config: LaunchConfig | None = None) -> dict:
     """Compile ``algorithm``'s kernel for ``case_name`` (a bench case) and count its SASS.
@@ -118,29 +138,7 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
     layout = "nchw" if algorithm in ("staged_nhwc", "gemm_1x1_nchw") else "nhwc"
     problem = case.problem(torch.float16, layout, "bias_relu", batch=2)
     config = config or default_config(problem, algorithm)
-    inputs = random_inputs(problem, "cpu", seed=0)
-    out = torch.empty(problem.output_shape, dtype=problem.dtype)
-    if layout == "nhwc":
-        out = out.contiguous(memory_format=torch.channels_last)
-    recorders = {name: _Recorder(getattr(launch, name)) for name in KERNELS}
-    saved = {name: getattr(launch, name) for name in KERNELS}
-    try:
-        for name, recorder in recorders.items():
-            setattr(launch, name, recorder)
-        launcher = {"implicit_gemm": launch.launch_implicit_gemm, "gemm_1x1": launch.launch_gemm_1x1,
-                    "tma_rows": launch.launch_tma_rows,
-                    "grouped_gemm": launch.launch_grouped_gemm, "im2row": launch.launch_im2row,
-                    "staged_nhwc": launch.launch_staged_nhwc, "gemm_1x1_nchw": launch.launch_gemm_1x1_nchw,
-                    "direct": launch.launch_direct, "depthwise": launch.launch_depthwise,
-                    "depthwise_rows": launch.launch_depthwise_rows,
-                    "depthwise_toeplitz": launch.launch_depthwise_toeplitz,
-                    "dense_toeplitz": launch.launch_dense_toeplitz,
-                    "depthwise_plane": launch.launch_depthwise_plane}[algorithm]
-        launcher(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
-    finally:
-        for name, kernel in saved.items():
-            setattr(launch, name, kernel)
-    launched = {n: r for n, r in recorders.items() if r.calls}
+    launched = record_launches(problem, algorithm, config)
     if which is None:
         (kernel_name, recorder), = launched.items()
     else:

@@ -412,6 +412,10 @@ CONFIG_CASES = [
     # direct: tile far larger than the problem.
     Case(1, 3, 4, 4, 5, 2, 2, dtype="bf16", layout="nhwc", residual=True, algo="direct",
          config=LaunchConfig(128, 64, 32, 8, 4, 1)),
+    # direct, channels_last, a tile small enough that the whole 3x3 filter is unrolled: groups
+    # of 4 channels, dilated columns, uneven padding.
+    Case(2, 8, 9, 8, 8, 3, 3, padding=(1, 2), dilation=(1, 2), groups=2, dtype="bf16", layout="nhwc", bias=True,
+         activation="relu", algo="direct", config=LaunchConfig(32, 8, 32, 8, 4, 1)),
     # depthwise_rows: strips of 4 rows over 7 output rows (a partial last strip), 8-column
     # tiles over 11 columns, 4-channel tiles over 6 channels; multiplier 2, column stride 2,
     # residual and activation in the epilogue.

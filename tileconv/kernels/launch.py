@@ -312,16 +312,19 @@ MAX_UNROLLED_BYTES = 288
 def unrolled_taps(problem: ConvProblem, tile_elements: int, num_warps: int) -> dict:
     """The CUDA-core kernels' UNROLL_R / UNROLL_S for a tile of ``tile_elements`` outputs on
     ``num_warps`` warps: the whole filter unrolled at compile time where its taps' loads fit
-    :data:`MAX_UNROLLED_BYTES` a thread, else one filter row, else neither (runtime loops,
+    :data:`MAX_UNROLLED_BYTES` a thread (channels_last input), else one filter row, else neither (runtime loops,
     one compile for every filter size). With runtime loops a tap's loads are issued only
     after the previous tap's multiply-adds, which wait on its loads: one memory latency a tap
     a warp, hidden only by other warps (the SASS had one input load a loop iteration); the
     3x3 depthwise rows ran at 14%-49% of the copy roofline that way (H200, seventh session).
     Not measured yet (written without a GPU)."""
     per_tap = max(1, tile_elements // (32 * num_warps)) * problem.itemsize
-    if problem.r * problem.s * per_tap <= MAX_UNROLLED_BYTES:
+    # In NCHW a tap's loads are element by element, each with its own 64-bit address: the
+    # whole 3x3 filter unrolled there spilled (80 bytes at 80 registers), one row did not, and
+    # a row of 6 fp32 taps at 8 values a thread (192 bytes) spilled 8: half the budget there.
+    if problem.layout == "nhwc" and problem.r * problem.s * per_tap <= MAX_UNROLLED_BYTES:
         return dict(UNROLL_R=problem.r, UNROLL_S=problem.s)
-    if problem.s * per_tap <= MAX_UNROLLED_BYTES:
+    if problem.s * per_tap <= (MAX_UNROLLED_BYTES if problem.layout == "nhwc" else MAX_UNROLLED_BYTES // 2):
         return dict(UNROLL_R=0, UNROLL_S=problem.s)
     return dict(UNROLL_R=0, UNROLL_S=0)
 
