@@ -227,6 +227,14 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     if wide and problem.gemm_n >= 128 and problem.gemm_k >= 128 and big_tiles >= 90 and not fuse_sc:
         return LaunchConfig(block_m=256, block_n=128, block_k=block_k, group_m=8, num_warps=8, num_stages=3)
     num_warps = 8 if block_m * block_n >= 128 * 128 else 4
+    if problem.itemsize == 4 and problem.allow_tf32 and problem.layout == "nhwc" and block_m * block_n <= 128 * 128:
+        # TF32 128x128 tiles over a channels_last input at 8 warps have their wgmma serialized
+        # by ptxas (C7515, found offline by benchmarks/audit.py: "non wgmma instructions
+        # defining accumulator registers"); at 4 warps they are not (254 registers, the same two
+        # CTAs an SM). On wgrad's tiles, where ptxas said the same of 8 warps, 4 won tuning by
+        # 1.15x-1.26x (H200, session 4). Over NCHW input 8 warps are not serialized, and 4 take
+        # all 255 registers: unchanged there. Not measured yet.
+        num_warps = 4
     stages = 3 if block_n >= 256 or not wide else 4
     stages = max(2, min(stages, reduction_steps(problem, fuse_sc, block_k) + 1))
     return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
