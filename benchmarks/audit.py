@@ -1,7 +1,7 @@
 """Audit the heuristics' launches without a GPU: registers, spills, serialized wgmma, shared memory.
 
     python benchmarks/audit.py                        # every suite, fp16 channels_last
-    python benchmarks/audit.py --suite resnet50 --dtype tf32 --layout nchw
+    python benchmarks/audit.py --suite resnet50,seed --dtype tf32 --layout nchw
     python benchmarks/audit.py --candidates           # every tuning candidate, not only the heuristics' pick
     python benchmarks/audit.py --json audit.json
 
@@ -98,7 +98,7 @@ def audit_launches(problem, algorithm: str, config, seen: dict) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", default="all", choices=["all", *SUITES])
+    parser.add_argument("--suite", default="all", help=f"all, or one or more of {','.join(SUITES)}, comma-separated")
     parser.add_argument("--dtype", default="float16", choices=list(DTYPES))
     parser.add_argument("--layout", default="nhwc", choices=["nhwc", "nchw"])
     parser.add_argument("--epilogue", default="bias_add_relu", help="the epilogue compiled in (default: the largest)")
@@ -109,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmarks/audit.py compiles real kernels: run it without TRITON_INTERPRET=1", file=sys.stderr)
         return 2
     dtype, tf32 = DTYPES[args.dtype]
-    suites = list(SUITES) if args.suite == "all" else [args.suite]
+    suites = list(SUITES) if args.suite == "all" else args.suite.split(",")
+    unknown = [name for name in suites if name not in SUITES]
+    if unknown:
+        print(f"--suite: unknown suite(s) {', '.join(unknown)}; known: all, {', '.join(SUITES)}", file=sys.stderr)
+        return 2
     seen: dict = {}
     rows = []
     for suite in suites:

@@ -66,3 +66,16 @@ def test_fast_paths_use_hopper_instructions():
             assert row["HGMMA"] + row["HMMA"] > 0, where
         if algorithm in ("direct", "depthwise", "depthwise_rows"):
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
+
+
+def test_dense_heuristic_launches_neither_spill_nor_serialize_wgmma():
+    """``benchmarks/audit.py`` on the dense suites (seed, vae, resnet50) in fp16 and TF32,
+    channels_last: every launch the heuristics make assembles without spills, below 255
+    registers, within a Hopper block's shared memory, and with no ptxas advisory (a TF32
+    128x128 tile at 8 warps had its wgmma serialized, C7515)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    for dtype in ("float16", "tf32"):
+        child = subprocess.run([sys.executable, str(REPO / "benchmarks" / "audit.py"), "--suite", "seed,vae,resnet50",
+                                "--dtype", dtype], capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
+        assert child.returncode == 0, f"{dtype}:\n" + "\n".join(
+            line for line in child.stdout.splitlines() if "<--" in line or "flagged" in line) + child.stderr[-2000:]
