@@ -169,22 +169,29 @@ def conv2d_implicit_gemm_kernel(
         # input of this tile leaves a non-finite accumulator: one check per tile. (A count
         # per loaded element came with ResNeXt's c128 layer going from 53 to 123 us on an
         # H200.) Rare: redo the tile on the CUDA cores, each output from its own group only.
+        # The redo runs one output column at a time, over [BLOCK_M] vectors: a redo over whole
+        # [BLOCK_M, BLOCK_N] gather tiles (a 64-bit address an element) set the kernel's register
+        # count for a path that almost never runs (grouped_gemm's 128x32 tile, sm_90: 255
+        # registers with it, 92 without; benchmarks/audit.py).
         if tl.sum(tl.where(tl.abs(acc) < float("inf"), 0, 1)) > 0:
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            channel0 = (offs_n // SUB_K) * SUB_C  # first channel of column k's own group
-            for r in range(0, R):
-                ih = ih0 + r * dil_h
-                for s in range(0, S):
-                    iw = iw0 + s * dil_w
-                    ok = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-                    for c in range(0, SUB_C):
-                        xv = tl.load(
-                            (x_row + ih * stride_xh + iw * stride_xw)[:, None] + ((channel0 + c) * stride_xc)[None, :],
-                            mask=ok[:, None] & mask_n[None, :], other=0.0,
-                        )
-                        wv = tl.load(w_col + r * stride_wr + s * stride_ws + (channel0 + c) * stride_wc,
-                                     mask=mask_n, other=0.0)
-                        acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+            for j in range(0, BLOCK_N):
+                k = pid_n * BLOCK_N + j  # the column's output channel within the merged group
+                channel0 = (k // SUB_K) * SUB_C  # the first channel of its own group
+                w_k = w_ptr + (group * K_PER_GROUP + k) * stride_wk
+                column = tl.zeros((BLOCK_M,), dtype=tl.float32)
+                for r in range(0, R):
+                    ih = ih0 + r * dil_h
+                    for s in range(0, S):
+                        iw = iw0 + s * dil_w
+                        ok = mask_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W) & (k < K_PER_GROUP)
+                        for c in range(0, SUB_C):
+                            xv = tl.load(x_row + ih * stride_xh + iw * stride_xw + (channel0 + c) * stride_xc,
+                                         mask=ok, other=0.0)
+                            wv = tl.load(w_k + r * stride_wr + s * stride_ws + (channel0 + c) * stride_wc,
+                                         mask=k < K_PER_GROUP, other=0.0)
+                            column += xv.to(tl.float32) * wv.to(tl.float32)
+                acc = tl.where((tl.arange(0, BLOCK_N) == j)[None, :], column[:, None], acc)
 
     if SPLIT_K > 1:  # partial sums only: the epilogue runs once they are all in
         # groups = 1 here (the launcher's rule): a row of the workspace is K_PER_GROUP = K.
