@@ -3,6 +3,7 @@
     python benchmarks/audit.py                        # every suite, fp16 channels_last
     python benchmarks/audit.py --suite resnet50,seed --dtype tf32 --layout nchw
     python benchmarks/audit.py --candidates           # every tuning candidate, not only the heuristics' pick
+    python benchmarks/audit.py --suite depthwise --algo depthwise_plane   # one algorithm wherever it runs
     python benchmarks/audit.py --json audit.json
 
 For each problem of the suites, the launches that ``auto`` would make untuned (the heuristics'
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout", default="nhwc", choices=["nhwc", "nchw"])
     parser.add_argument("--epilogue", default="bias_add_relu", help="the epilogue compiled in (default: the largest)")
     parser.add_argument("--candidates", action="store_true", help="every tuning candidate, not only the heuristics'")
+    parser.add_argument("--algo", default=None, help="this algorithm's default config wherever it computes the problem, "
+                        "instead of the heuristics' pick (kernels they do not pick yet)")
     parser.add_argument("--json", default=None, help="write the rows here")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -119,7 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     for suite in suites:
         for case in get_suite(suite):
             problem = case.problem(dtype, args.layout, args.epilogue, allow_tf32=tf32)
-            if args.candidates:
+            if args.algo is not None:
+                if args.algo not in ALGORITHMS:
+                    print(f"--algo={args.algo!r} is not a tileconv algorithm", file=sys.stderr)
+                    return 2
+                supported = ALGORITHMS[args.algo].unsupported_reason(problem) is None
+                launches = [(args.algo, default_config(problem, args.algo))] if supported else []
+            elif args.candidates:
                 launches = candidates(problem)
             else:
                 name = choose_algorithm(problem)

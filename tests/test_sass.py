@@ -79,3 +79,18 @@ def test_dense_heuristic_launches_neither_spill_nor_serialize_wgmma():
                                 "--dtype", dtype], capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
         assert child.returncode == 0, f"{dtype}:\n" + "\n".join(
             line for line in child.stdout.splitlines() if "<--" in line or "flagged" in line) + child.stderr[-2000:]
+
+
+def test_banded_kernels_neither_spill_nor_serialize_wgmma():
+    """The same audit of the two banded kernels that the heuristics do not pick yet, by their
+    default configs: dense_toeplitz over the seed suite (seed003), depthwise_plane over the
+    depthwise suite's small planes, fp16 and strict fp32."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    for suite, algo in (("seed", "dense_toeplitz"), ("depthwise", "depthwise_plane")):
+        for dtype, layout in (("float16", "nhwc"), ("float32", "nchw")):
+            child = subprocess.run([sys.executable, str(REPO / "benchmarks" / "audit.py"), "--suite", suite, "--algo",
+                                    algo, "--dtype", dtype, "--layout", layout],
+                                   capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
+            where = f"{algo} {dtype} {layout}"
+            assert child.returncode == 0, f"{where}:\n" + child.stdout[-3000:] + child.stderr[-2000:]
+            assert " 0 flagged" in child.stdout and algo in child.stdout, where  # it ran, on some problem
