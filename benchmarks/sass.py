@@ -259,7 +259,7 @@ BACKWARD_CASES = [
     ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
-PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (wgmma)
+PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem.
 FORCED_BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),

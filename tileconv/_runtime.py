@@ -14,6 +14,12 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def pow2_at_least(value: int, floor: int = 1) -> int:
+    """The least power of two that is at least ``value`` and ``floor`` (a tile edge), on the
+    host without ``triton.next_power_of_2`` (a constexpr_function: microseconds a call)."""
+    return max(floor, 1 << (max(int(value), 1) - 1).bit_length())
+
+
 def kernel_strides(tensor) -> tuple[int, ...]:
     """``tensor.stride()`` as a kernel should see it: a dimension of size 1 is never
     stepped along, so its stride is given as 0. PyTorch reports 1 there for a contiguous

@@ -34,12 +34,12 @@ from dataclasses import dataclass, replace
 import torch
 import triton
 
+from .._runtime import pow2_at_least
 from ..kernels import ALGORITHMS, LaunchConfig
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
     MAX_TOEPLITZ_REACH,
-    dense_toeplitz_span,
     dense_toeplitz_tiling,
     group_pack_factor,
     plane_sizes,
@@ -159,8 +159,6 @@ class DeviceLimits:
         return cls(num_sms=props.multi_processor_count, shared_memory_bytes=int(smem))
 
 
-def _pow2_at_least(value: int, floor: int) -> int:
-    return max(floor, triton.next_power_of_2(max(int(value), 1)))
 
 
 # --------------------------------------------------------------------- the GEMMs
@@ -194,8 +192,8 @@ def gemm_useful_fraction(problem: ConvProblem, algorithm: str = "implicit_gemm")
     for grouped_gemm also the block-diagonal weight's share, 1/pack."""
     gemm = gemm_problem(problem, algorithm)
     slice_len = reduction_slice(gemm, default_config(problem, algorithm))
-    n_fill = gemm.k_per_group / _pow2_at_least(gemm.k_per_group, MIN_DOT_DIM)
-    fill = n_fill * slice_len / _pow2_at_least(slice_len, MIN_DOT_DIM)
+    n_fill = gemm.k_per_group / pow2_at_least(gemm.k_per_group, MIN_DOT_DIM)
+    fill = n_fill * slice_len / pow2_at_least(slice_len, MIN_DOT_DIM)
     return fill * gemm.groups / problem.groups
 
 
@@ -205,9 +203,9 @@ def _fit_gemm(
     block_m, block_n, block_k, num_warps, num_stages = base
     if problem.itemsize == 4 and problem.allow_tf32:
         block_k = max(MIN_DOT_DIM, block_k // 2)
-    block_n = min(block_n, _pow2_at_least(problem.gemm_n, MIN_DOT_DIM))
-    block_k = min(block_k, _pow2_at_least(reduction_slice(problem, start), MIN_DOT_DIM))
-    block_m = min(block_m, _pow2_at_least(problem.gemm_m, 2 * MIN_DOT_DIM))
+    block_n = min(block_n, pow2_at_least(problem.gemm_n, MIN_DOT_DIM))
+    block_k = min(block_k, pow2_at_least(reduction_slice(problem, start), MIN_DOT_DIM))
+    block_m = min(block_m, pow2_at_least(problem.gemm_m, 2 * MIN_DOT_DIM))
     if block_m * block_n <= 64 * 64:
         num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
     config = replace(start, block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
@@ -339,12 +337,12 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     for block_m, block_n, block_k, num_warps, stages, persistent in (
             (start.block_m, start.block_n, start.block_k, start.num_warps, start.num_stages, start.persistent),
             *base):
-        block_m = min(block_m, _pow2_at_least(problem.out_w, 64))
-        block_n = min(block_n, _pow2_at_least(problem.k, MIN_DOT_DIM))
+        block_m = min(block_m, pow2_at_least(problem.out_w, 64))
+        block_n = min(block_n, pow2_at_least(problem.k, MIN_DOT_DIM))
         if block_m * block_n <= 64 * 64:
             num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
         config = replace(start, block_m=block_m, block_n=block_n,
-                         block_k=min(block_k, _pow2_at_least(problem.c, MIN_DOT_DIM)), group_m=8,
+                         block_k=min(block_k, pow2_at_least(problem.c, MIN_DOT_DIM)), group_m=8,
                          num_warps=num_warps, num_stages=stages, persistent=persistent)
         while config.num_stages > 2 and tma_rows_shared_memory(problem, config) > budget:
             config = replace(config, num_stages=config.num_stages - 1)
@@ -368,8 +366,8 @@ def direct_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) 
     base = _DIRECT_BASE_NHWC if problem.layout == "nhwc" else _DIRECT_BASE_NCHW
     fitted = []
     for block_m, block_n, num_warps in base:
-        block_n = min(block_n, _pow2_at_least(problem.k, 8))
-        block_m = min(block_m, _pow2_at_least(problem.gemm_m, 32))
+        block_n = min(block_n, pow2_at_least(problem.k, 8))
+        block_m = min(block_m, pow2_at_least(problem.gemm_m, 32))
         if _fits_registers(block_m, block_n, num_warps):
             fitted.append(replace(start, block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=1))
     return list(dict.fromkeys(fitted))
@@ -382,9 +380,9 @@ def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = Non
     base = _DEPTHWISE_BASE_NHWC if problem.layout == "nhwc" else _DEPTHWISE_BASE_NCHW
     fitted = []
     for channels, width, size, num_warps in base:
-        channels = min(channels, _pow2_at_least(problem.k, 4))
-        width = min(width, _pow2_at_least(problem.out_w, 4))
-        rows = max(1, min(size // (channels * width), _pow2_at_least(problem.out_h, 1)))
+        channels = min(channels, pow2_at_least(problem.k, 4))
+        width = min(width, pow2_at_least(problem.out_w, 4))
+        rows = max(1, min(size // (channels * width), pow2_at_least(problem.out_h, 1)))
         block_m = rows * width
         if _fits_registers(block_m, channels, num_warps):
             fitted.append(replace(start, block_m=block_m, block_n=channels, block_k=width,
@@ -410,9 +408,9 @@ def depthwise_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None 
     base = _DEPTHWISE_ROWS_BASE_NHWC if problem.layout == "nhwc" else _DEPTHWISE_ROWS_BASE_NCHW
     fitted = [start]
     for channels, columns, rows, num_warps in base:
-        channels = min(channels, _pow2_at_least(problem.k, 4))
-        columns = min(columns, _pow2_at_least(problem.out_w, 4))
-        rows = min(rows, _pow2_at_least(problem.out_h, 1))
+        channels = min(channels, pow2_at_least(problem.k, 4))
+        columns = min(columns, pow2_at_least(problem.out_w, 4))
+        rows = min(rows, pow2_at_least(problem.out_h, 1))
         if _fits_registers(5 * columns, channels, num_warps):
             fitted.append(replace(start, block_m=columns, block_n=channels, block_k=rows,
                                   num_warps=num_warps, num_stages=1))
@@ -451,7 +449,7 @@ def depthwise_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | N
     start = default_config(problem, "depthwise_toeplitz")
     fitted = [start]
     for rows, columns, channels, num_warps, stages in _DEPTHWISE_TOEPLITZ_BASE:
-        config = replace(start, block_m=rows, block_n=min(channels, _pow2_at_least(problem.k, 1)),
+        config = replace(start, block_m=rows, block_n=min(channels, pow2_at_least(problem.k, 1)),
                          block_k=columns, num_warps=num_warps, num_stages=stages)
         jk = toeplitz_reach(problem, columns)
         # Live per thread: the A and T tiles and the fp32 accumulator.
@@ -491,9 +489,9 @@ def dense_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None 
     start = default_config(problem, "dense_toeplitz")
     fitted = [start]
     for rows, channels, columns, num_warps, stages in _DENSE_TOEPLITZ_BASE:
-        rows = min(rows, _pow2_at_least(problem.n * problem.out_h, 64))
+        rows = min(rows, pow2_at_least(problem.n * problem.out_h, 64))
         channels = min(channels, problem.k)
-        columns = min(columns, _pow2_at_least(problem.out_w, 1))
+        columns = min(columns, pow2_at_least(problem.out_w, 1))
         config = replace(start, block_m=rows, block_n=channels, block_k=columns, num_warps=num_warps,
                          num_stages=stages)
         tiling = dense_toeplitz_tiling(problem, config)
@@ -501,7 +499,7 @@ def dense_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None 
         while config.num_stages > 2 and dense_toeplitz_shared_memory(problem, config) > limits.shared_memory_budget:
             config = replace(config, num_stages=config.num_stages - 1)
         if (tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS
-                and dense_toeplitz_span(problem, columns) * problem.c <= MAX_DENSE_TOEPLITZ_VALUES
+                and tiling.span * problem.c <= MAX_DENSE_TOEPLITZ_VALUES
                 and rows * tiling.block_nn <= MAX_BANDED_ACCUMULATORS * 32 * num_warps
                 and dense_toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget):
             fitted.append(config)
@@ -523,8 +521,8 @@ def depthwise_plane_candidates(problem: ConvProblem, limits: DeviceLimits | None
     _, pq_pad = plane_sizes(problem)
     fitted = [start]
     for images, channels, num_warps in _DEPTHWISE_PLANE_BASE:
-        images = min(images, _pow2_at_least(problem.n, 16))
-        channels = min(channels, _pow2_at_least(problem.k, 1))
+        images = min(images, pow2_at_least(problem.n, 16))
+        channels = min(channels, pow2_at_least(problem.k, 1))
         if images * channels * pq_pad <= MAX_BANDED_ACCUMULATORS * 32 * num_warps:
             fitted.append(replace(start, block_m=images, block_n=channels, num_warps=num_warps, num_stages=1))
     return list(dict.fromkeys(fitted))

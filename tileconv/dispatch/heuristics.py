@@ -16,7 +16,7 @@ from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_VALUES,
-    dense_toeplitz_span,
+    columns_read,
     depthwise_toeplitz_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -304,7 +304,7 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
     aligned = 16 // math.gcd(16, per_column)  # the fewest columns that keep segments 16-byte aligned
     block_q = max(aligned, 1 << ((64 // block_kc).bit_length() - 1))
     while block_q > 1 and (block_q * block_kc > 256 or
-                           dense_toeplitz_span(problem, block_q) * problem.c > MAX_DENSE_TOEPLITZ_VALUES):
+                           columns_read(problem, block_q) * problem.c > MAX_DENSE_TOEPLITZ_VALUES):
         block_q //= 2
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=min(block_kc, 8), block_k=min(block_q, 4), num_warps=1, num_stages=1)

@@ -18,7 +18,7 @@ the border), it depends only on the filter and the geometry, so it is derived on
 weight version (:func:`tileconv.kernels.weights.plane_weight`), and with planes of at most 64
 pixels it is at most 64x64 a channel: the tensor cores do the padded taps' work for free and
 the kernel moves the input, the output and T once each. Each program owns BLOCK_N images by
-BLOCK_C channels: one channel (a 2D GEMM, wgmma on Hopper; an NCHW plane is one contiguous
+BLOCK_C channels: one channel (a 2D GEMM, wgmma from 64 images; an NCHW plane is one contiguous
 run) or several (a batched GEMM over the channels, mma.sync; in channels_last the channels
 of a pixel are the contiguous run). Any stride, padding, dilation, channel multiplier,
 layout, dtype and the fused epilogue.
@@ -81,7 +81,7 @@ def conv2d_depthwise_plane_kernel(
     if UPCAST_DOT:
         a = a.to(tl.float32)
         b = b.to(tl.float32)
-    if BLOCK_C == 1:  # one channel: a plain 2D GEMM, which Hopper runs as wgmma
+    if BLOCK_C == 1:  # one channel: a plain 2D GEMM (wgmma from 64 images, mma.sync below)
         acc = tl.reshape(tl.dot(tl.reshape(a, (BLOCK_N, HW_PAD)), tl.reshape(b, (HW_PAD, PQ_PAD)),
                                 input_precision=DOT_PRECISION), (1, BLOCK_N, PQ_PAD))
     else:  # batched over the channels (mma.sync)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import INT32_LIMIT, cdiv, kernel_strides, sm_count
+from .._runtime import INT32_LIMIT, cdiv, kernel_strides, pow2_at_least, sm_count
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
@@ -431,12 +431,16 @@ PLANES_COPY_TILE = (64, 32)  # to_padded_planes_kernel's (pixels, channels) tile
 MAX_TOEPLITZ_REACH = 128
 
 
+def columns_read(problem: ConvProblem, block_q: int) -> int:
+    """The input columns that ``block_q`` consecutive output columns read along one filter
+    row, ``(block_q - 1)*V + (S - 1)*dil_w + 1``: the band height of both Toeplitz kernels."""
+    return (block_q - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
+
+
 def toeplitz_reach(problem: ConvProblem, block_q: int) -> int:
-    """JK of :mod:`.depthwise_toeplitz`: the input columns ``block_q`` output columns read,
-    ``(block_q - 1)*V + (S - 1)*dil_w + 1``, rounded up to a power of two of at least 16
-    (a tensor-core K-slice)."""
-    span = (block_q - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
-    return max(16, 1 << (span - 1).bit_length())
+    """JK of :mod:`.depthwise_toeplitz`: :func:`columns_read` rounded up to a power of two of
+    at least 16 (a tensor-core K-slice)."""
+    return pow2_at_least(columns_read(problem, block_q), 16)
 
 
 def depthwise_toeplitz_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -511,8 +515,7 @@ MAX_PLANE_PIXELS = 64
 def plane_sizes(problem: ConvProblem) -> tuple[int, int]:
     """(HW_PAD, PQ_PAD) of :mod:`.depthwise_plane`: H*W and P*Q rounded up to powers of two
     of at least 16 (a tensor-core K-slice and N tile)."""
-    return (max(16, 1 << (problem.h * problem.w - 1).bit_length()),
-            max(16, 1 << (problem.out_h * problem.out_w - 1).bit_length()))
+    return pow2_at_least(problem.h * problem.w, 16), pow2_at_least(problem.out_h * problem.out_w, 16)
 
 
 def depthwise_plane_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -697,19 +700,14 @@ class DenseToeplitzTiling:
         return self.block_t * self.t_steps
 
 
-def dense_toeplitz_span(problem: ConvProblem, block_q: int) -> int:
-    """J: the input columns ``block_q`` output columns read along one filter row."""
-    return (block_q - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
-
-
 def dense_toeplitz_tiling(problem: ConvProblem, config: LaunchConfig) -> DenseToeplitzTiling:
     """The tiling of ``problem`` that ``config`` asks for (``block_m`` output rows, ``block_n``
     output channels, ``block_k`` output columns a program). The reduction step is the deepest
     of 64/32/16 values (32/16 for float32) that pads J*C by at most 8 more than 16 would."""
     block_q = config.block_k
     block_kc = min(config.block_n, problem.k)
-    block_nn = max(16, 1 << (block_q * block_kc - 1).bit_length())
-    span = dense_toeplitz_span(problem, block_q)
+    block_nn = pow2_at_least(block_q * block_kc, 16)
+    span = columns_read(problem, block_q)
     values = span * problem.c
     least = cdiv(values, 16) * 16
     block_t = next(t for t in ((64, 32, 16) if problem.itemsize == 2 else (32, 16)) if cdiv(values, t) * t <= least + 8)
@@ -728,7 +726,7 @@ def dense_toeplitz_unsupported_reason(problem: ConvProblem) -> str | None:
         return "its bands mix all the input channels of a row segment: it needs groups=1"
     if problem.s == 1:
         return "it bands filter columns: it needs a filter wider than 1"
-    values = dense_toeplitz_span(problem, 1) * problem.c
+    values = columns_read(problem, 1) * problem.c
     if values > MAX_DENSE_TOEPLITZ_VALUES:
         return (f"one output column reads {values} input values along a filter row (C * dilated filter width), "
                 f"more than its bands take ({MAX_DENSE_TOEPLITZ_VALUES}): it is for few input channels")
@@ -761,8 +759,8 @@ def launch_dense_toeplitz(
                          f"{tiling.span * problem.c} x {tiling.block_nn}, past dense_toeplitz's "
                          f"{MAX_DENSE_TOEPLITZ_VALUES} x {MAX_DENSE_TOEPLITZ_COLUMNS}")
     qq_minor = problem.layout == "nchw"  # the output's layout: its columns contiguous, not its channels
-    band = dense_toeplitz_weight(weight, problem.stride[1], problem.dilation[1], tiling.block_q, tiling.block_kc,
-                                 tiling.t_len, tiling.block_nn, qq_minor)
+    band = dense_toeplitz_weight(weight, problem.stride[1], problem.dilation[1], tiling.span, tiling.block_q,
+                                 tiling.block_kc, tiling.t_len, tiling.block_nn, qq_minor)
     copy = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device)
     int64 = needs_int64(problem) or max(copy.numel(), band.numel()) >= INT32_LIMIT
     copy_rows, copy_values = DENSE_TOEPLITZ_COPY_TILE

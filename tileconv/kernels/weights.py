@@ -142,18 +142,26 @@ def toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, jk: int, bl
     ``weight`` is a depthwise (K, 1, R, S) filter."""
 
     def build(w: torch.Tensor) -> torch.Tensor:
-        s_taps = w.shape[3]
-        offset = (torch.arange(jk, device=w.device)[:, None]
-                  - stride_w * torch.arange(block_q, device=w.device)[None, :])  # j - q*V
-        tap = torch.div(offset, dil_w, rounding_mode="floor")
-        inside = (offset >= 0) & (offset % dil_w == 0) & (tap < s_taps)
-        rows = w[:, 0][:, :, tap.clamp(0, s_taps - 1)]  # (K, R, jk, block_q)
+        tap, inside = _band_taps(jk, block_q, stride_w, dil_w, w.shape[3], w.device)
+        rows = w[:, 0][:, :, tap]  # (K, R, jk, block_q)
         return torch.where(inside, rows, torch.zeros((), dtype=w.dtype, device=w.device)).contiguous()
 
     return _cached(weight, f"toeplitz/{stride_w}/{dil_w}/{jk}/{block_q}", build)
 
 
-def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block_q: int, block_kc: int,
+def _band_taps(rows: int, block_q: int, stride_w: int, dil_w: int, s_taps: int,
+               device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """For band row ``j`` (an input column of a block) and column ``q`` (an output column of
+    it), the filter tap s with ``j = q*stride_w + s*dil_w`` (clamped into range where none) and
+    whether there is one: both (rows, block_q). The Toeplitz kernels' bands are built from it."""
+    offset = (torch.arange(rows, device=device)[:, None]
+              - stride_w * torch.arange(block_q, device=device)[None, :])  # j - q*V
+    tap = torch.div(offset, dil_w, rounding_mode="floor")
+    inside = (offset >= 0) & (offset % dil_w == 0) & (tap < s_taps)
+    return tap.clamp(0, s_taps - 1), inside
+
+
+def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, span: int, block_q: int, block_kc: int,
                           t_len: int, block_nn: int, qq_minor: bool = False) -> torch.Tensor:
     """The banded filter rows of :mod:`tileconv.kernels.dense_toeplitz`: a contiguous
     (ceil(K / block_kc), R, t_len, block_nn) tensor with
@@ -164,23 +172,19 @@ def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block
     (column ``kk*block_q + qq`` instead with ``qq_minor``: an NCHW output's order)
 
     zeros elsewhere (other j, output channels past K, rows past the J*C values a block of
-    ``block_q`` output columns reads, columns past block_q*block_kc), so that along filter
-    row ``r`` those output columns are ``segment @ T[kb, r]``. ``weight`` is a dense
-    (K, C, R, S) filter."""
+    ``block_q`` output columns reads, ``span`` = J, columns past block_q*block_kc), so that
+    along filter row ``r`` those output columns are ``segment @ T[kb, r]``. ``weight`` is a
+    dense (K, C, R, S) filter."""
 
     def build(w: torch.Tensor) -> torch.Tensor:
         k, c, r, s = w.shape
         k_blocks = -(-k // block_kc)
-        span = (block_q - 1) * stride_w + (s - 1) * dil_w + 1  # J: input columns a block reads
         if span * c > t_len or block_q * block_kc > block_nn:
             raise ValueError(f"a band of {span * c} x {block_q * block_kc} does not fit ({t_len}, {block_nn})")
         padded = w.new_zeros((k_blocks * block_kc, c, r, s))
         padded[:k] = w
-        offset = (torch.arange(span, device=w.device)[:, None]
-                  - stride_w * torch.arange(block_q, device=w.device)[None, :])  # j - qq*V
-        tap = torch.div(offset, dil_w, rounding_mode="floor")
-        inside = (offset >= 0) & (offset % dil_w == 0) & (tap < s)
-        taps = padded[:, :, :, tap.clamp(0, s - 1)]  # (K', C, R, J, BQ)
+        tap, inside = _band_taps(span, block_q, stride_w, dil_w, s, w.device)
+        taps = padded[:, :, :, tap]  # (K', C, R, J, BQ)
         taps = torch.where(inside, taps, torch.zeros((), dtype=w.dtype, device=w.device))
         # (kb, kk, c, r, j, qq) -> (kb, r, j, c, qq, kk) or (.., kk, qq): rows in the input's
         # (column, channel) order, columns in the output's.
@@ -190,8 +194,8 @@ def dense_toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, block
         out[:, :, : span * c, : block_q * block_kc] = band.reshape(k_blocks, r, span * c, block_q * block_kc)
         return out
 
-    return _cached(weight, f"dense_toeplitz/{stride_w}/{dil_w}/{block_q}/{block_kc}/{t_len}/{block_nn}/{int(qq_minor)}",
-                   build)
+    return _cached(weight, f"dense_toeplitz/{stride_w}/{dil_w}/{span}/{block_q}/{block_kc}/{t_len}/{block_nn}/"
+                           f"{int(qq_minor)}", build)
 
 
 def plane_weight(weight: torch.Tensor, plane: tuple[int, int], out_plane: tuple[int, int],
