@@ -177,6 +177,8 @@ def conv2d_implicit_gemm_kernel(
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for j in range(0, BLOCK_N):
                 k = pid_n * BLOCK_N + j  # the column's output channel within the merged group
+                if INT64:  # (channel0 + c) * stride_xc passes 2**31 in a large NCHW input
+                    k = k.to(tl.int64)
                 channel0 = (k // SUB_K) * SUB_C  # the first channel of its own group
                 w_k = w_ptr + (group * K_PER_GROUP + k) * stride_wk
                 column = tl.zeros((BLOCK_M,), dtype=tl.float32)
