@@ -512,9 +512,15 @@ CONFIG_CASES = [
     # sparser band), 2 columns x 7 channels, 32 rows over 2*8.
     Case(2, 5, 8, 19, 7, 3, 5, stride=(1, 2), padding=(1, 2), dilation=(1, 2), dtype="bf16", layout="nhwc",
          residual=True, activation="gelu", algo="dense_toeplitz", config=LaunchConfig(32, 7, 2, 8, 4, 2)),
-    # ... TF32, K = 24 in three 8-channel blocks, no padding, row stride 2.
+    # ... TF32, K = 24 in three 8-channel blocks, no padding, row stride 2: rows of 160 bytes,
+    # read in place (no copy), the last column block's segments cut at the row's end.
     Case(1, 4, 9, 10, 24, 2, 3, stride=(2, 1), dtype="tf32", layout="nhwc", bias=True,
          algo="dense_toeplitz", config=LaunchConfig(16, 8, 4, 8, 4, 2)),
+    # ... the seed's C = K = 6, 6x6, fp16 channels_last with no padding: rows of 20 x 6 values
+    # (240 bytes) read in place; 8-column blocks over Q = 15, the second reading 2 columns
+    # past the row's end (masked to zeros, not the next row's values); a residual.
+    Case(2, 6, 9, 20, 6, 6, 6, dtype="fp16", layout="nhwc", residual=True, activation="relu",
+         algo="dense_toeplitz", config=LaunchConfig(16, 6, 8, 8, 4, 3)),
     # depthwise_plane (one GEMM a channel over whole planes): a 13x13 filter padded by 6 over a
     # 7x5 plane (most taps in the padding), multiplier 2, 4-channel batches over K = 12, 16-image
     # tiles over N = 3 (a tail); the whole epilogue.
@@ -776,15 +782,36 @@ def test_staged_nhwc_int64_variant_computes(layout_kind: str, device: str, seed:
 def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str, seed: int, monkeypatch):
     """The int64 problems above are 1x1 convolutions over huge planes, which neither banded
     kernel takes (dense_toeplitz bands filter columns, depthwise_plane maps planes of at most
-    64 pixels): their INT64 variants (dense_toeplitz's copy too) run here on small problems,
-    forced on."""
+    64 pixels): their INT64 variants (dense_toeplitz's copy in NCHW, its in-place reads of
+    unpadded channels_last rows in NHWC) run here on small problems, forced on."""
     from tileconv.kernels import launch
 
     monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
     groups = 6 if algo == "depthwise_plane" else 1
-    case = Case(2, 6, 7, 8, 6, 3, 3, padding=1, groups=groups, dtype="fp16", layout=layout_kind, bias=True,
+    padding = 0 if (algo, layout_kind) == ("dense_toeplitz", "nhwc") else 1
+    case = Case(2, 6, 7, 8, 6, 3, 3, padding=padding, groups=groups, dtype="fp16", layout=layout_kind, bias=True,
                 residual=True, activation="relu", algo=algo)
     check_case(case, device, seed)
+
+
+def test_dense_toeplitz_reads_unpadded_channels_last_rows_in_place():
+    """dense_toeplitz skips its zero-bordered copy exactly where the input's own rows serve:
+    no padding on either side, channels_last-contiguous storage, rows 16-byte aligned (the
+    cases above run both paths)."""
+    from tileconv.kernels.launch import reads_rows_in_place
+
+    def rule(shape, fmt=torch.channels_last, dtype=torch.float16, **arguments):
+        x = torch.zeros(shape, dtype=dtype).contiguous(memory_format=fmt)
+        weight = torch.zeros(shape[1], shape[1], 3, 3, dtype=dtype)
+        return reads_rows_in_place(tileconv.problem_from_arguments(x, weight, **arguments), x)
+
+    assert rule((2, 6, 9, 20))  # 20 columns x 6 channels x 2 bytes = 240 bytes a row
+    assert not rule((2, 6, 9, 20), padding=1)  # the copy makes the padding real
+    assert not rule((2, 6, 9, 20), padding="same")
+    assert not rule((2, 6, 9, 20), fmt=torch.contiguous_format)  # NCHW: the copy transposes
+    assert not rule((2, 6, 9, 21))  # 252-byte rows: the next row's segments would be misaligned
+    assert rule((2, 6, 9, 21), dtype=torch.float32) is False  # 504 bytes
+    assert rule((1, 4, 9, 10), dtype=torch.float32)  # 160 bytes
 
 
 INT64_CASES = [

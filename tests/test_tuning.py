@@ -346,17 +346,25 @@ def test_which_algorithms_race():
 
 def test_heuristics_for_large_filters_and_few_channels():
     """Measured rules (H200, 2026-11-23): the banded tensor-core kernel for 27x27 and 31x31
-    depthwise filters, not for a 13x13 on a 7-wide output nor 7x7; the direct kernel for a
-    dense convolution with fewer than 16 channels on both sides (seed003)."""
+    depthwise filters, not for a 13x13 on a 7-wide output nor 7x7; the whole-plane GEMM for
+    the 7x7 and 13x13 filters over 7x7 planes, not for a 3x3 one; the banded row GEMM for a
+    dense convolution with fewer than 16 channels on both sides (seed003), with 4 output
+    columns a program in strict fp32 and 8 in fp16."""
     chosen = {case.name: choose_algorithm(case.problem()) for case in get_suite("depthwise")}
     for name, algorithm in chosen.items():
         large = "dw31x31" in name or "dw27x27" in name
         assert (algorithm == "depthwise_toeplitz") == large, (name, algorithm)
+        assert (algorithm == "depthwise_plane") == (name.endswith("hw7") and "3x3" not in name), (name, algorithm)
     config = default_config(get_suite("depthwise")[-4].problem(), "depthwise_toeplitz")
     assert (config.block_n, config.block_k) == ((4, 16) if INTERPRET else (1, 32))  # 2D GEMMs, 32 columns
     seed003 = next(c for c in get_suite("seed") if c.name == "seed003")
-    for dtype, layout in ((torch.float16, "nhwc"), (torch.float32, "nchw")):
-        assert choose_algorithm(seed003.problem(dtype, layout)) == "direct"
+    for dtype, layout, columns in ((torch.float16, "nhwc", 8), (torch.float32, "nchw", 4)):
+        assert choose_algorithm(seed003.problem(dtype, layout)) == "dense_toeplitz"
+        if not INTERPRET:
+            assert default_config(seed003.problem(dtype, layout), "dense_toeplitz").block_k == columns
+    # Where the bands cannot run (a 1-wide filter has no band), the CUDA-core kernel.
+    pointwise = replace(seed003.problem(), r=1, s=1)
+    assert choose_algorithm(pointwise) == "direct"
 
 
 def test_strict_fp32_gets_small_tiles_and_16bit_gets_deep_steps():

@@ -17,6 +17,8 @@ from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_VALUES,
     columns_read,
+    dense_toeplitz_unsupported_reason,
+    depthwise_plane_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -31,6 +33,9 @@ from ..problem import ConvProblem
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
 # GEMM tile is mostly zero padding and the CUDA cores do the work with less waste.
 MIN_TENSOR_CORE_DIM = 16
+# depthwise_plane's plane maps hold every (input pixel, output pixel) pair: with fewer taps
+# than a 5x5 filter most of a map is zeros the CUDA-core kernels never multiply.
+PLANE_MIN_TAPS = 25
 # Hopper has 132 SMs (H100/H200 SXM); a grid under this many tiles leaves SMs idle.
 SM_COUNT_HINT = 132
 
@@ -38,7 +43,9 @@ SM_COUNT_HINT = 132
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
     else 'depthwise' or 'direct'. Thin groups that merge into a tensor-core tile:
-    'grouped_gemm'. Dense with few channels on both sides: 'direct'. Dense with few input
+    'grouped_gemm'. Dense with few channels on both sides: 'dense_toeplitz' ('direct' where
+    it cannot run). Depthwise over planes of at most 64 pixels with filters of 5x5 and up:
+    'depthwise_plane'. Dense with few input
     channels and enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW
     rules: 'gemm_1x1_nchw', 'staged_nhwc'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
@@ -53,16 +60,27 @@ def choose_algorithm(problem: ConvProblem) -> str:
         if (problem.r * problem.s >= 15 * 15 and problem.out_w >= 14
                 and depthwise_toeplitz_unsupported_reason(problem) is None):
             return "depthwise_toeplitz"
+        # depthwise_plane (a channel's whole convolution one GEMM over planes of at most 64
+        # pixels; 2026-11-23 session 10, H200, fp16 batch 32, benchmarks/probe.py plane, cuDNN
+        # beside it): 7x7 c768 hw7 16.2 us NHWC / 15.3 us NCHW against the CUDA-core kernels'
+        # 28.4 / 35.2 (cuDNN 21.9 / 52.1); 13x13 c1024 hw7 16.4 / 16.8 against 83.1 / 148.3
+        # (cuDNN 398.9 / 68.9). A 3x3 filter fills too little of the plane map: 16.4 us against
+        # direct's 8.7 on c960 hw7.
+        if problem.r * problem.s >= PLANE_MIN_TAPS and depthwise_plane_unsupported_reason(problem) is None:
+            return "depthwise_plane"
         depthwise = problem.groups == problem.c and 14 <= problem.out_w <= 28 and problem.r * problem.s <= 9
         return "depthwise" if depthwise else "direct"
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
         if group_pack_factor(problem) > 1:
             return "grouped_gemm"
     if problem.groups == 1 and max(problem.c, problem.k) < MIN_TENSOR_CORE_DIM:
-        # Few channels on both sides (the seed's C = K = 6): any tensor-core tile is mostly
-        # padding. Measured on an H200 (2026-11-23, seed003, untuned): the implicit GEMM
-        # took 357 us in fp16 NHWC and 602 us in fp32 NCHW (cuDNN 133 / 248); the direct
-        # kernel was tuning's choice in the third session's runs.
+        # Few channels on both sides (the seed's C = K = 6): an implicit GEMM's tile is mostly
+        # padding (seed003 untuned on it, H200 2026-11-23: 357 us fp16 NHWC, 602 us fp32 NCHW;
+        # cuDNN 133 / 248). The banded GEMM over row segments (session 10, H200, benchmarks/
+        # probe.py toeplitz): 29.0 us fp16 NHWC, 31.4 fp16 NCHW, 77.0 strict fp32 NCHW against
+        # the direct kernel's 132.9 / 138.1 / 138.3. The direct kernel where it cannot run.
+        if dense_toeplitz_unsupported_reason(problem) is None:
+            return "dense_toeplitz"
         return "direct"
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
@@ -281,10 +299,11 @@ def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
-    """``block_m`` images x ``block_n`` channels. Not measured yet (written without a GPU): in
-    channels_last 4 channels a program (8 bytes a pixel; a batched GEMM over them), in NCHW
-    one (its planes contiguous; a 2D GEMM); up to 32 images (at least 16, a tensor-core
-    tile), so that at batch 32 each channel's plane map is read once. ``tune`` races it."""
+    """``block_m`` images x ``block_n`` channels: in channels_last 4 channels a program (8
+    bytes a pixel; a batched GEMM over them), in NCHW one (its planes contiguous; a 2D GEMM);
+    up to 32 images (at least 16, a tensor-core tile), so that at batch 32 each channel's plane
+    map is read once. Tuning on an H200 (session 10, fp16 NHWC, batch 32) kept 32x4 w8 for
+    both 7-wide rows of the depthwise suite (7x7 c768, 13x13 c1024)."""
     images = _pow2_between(problem.n, 16, 32)
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 1, 4), num_warps=1, num_stages=1)
@@ -294,15 +313,18 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
-    """``block_m`` output rows x ``block_k`` output columns x ``block_n`` output channels. Not
-    measured yet (written without a GPU): all of K up to 16 channels (else 32) a program, and
-    as many columns as keep the GEMM's N (columns x channels) within 64, at least enough that
-    a column block's segment starts 16 bytes after the last (an aligned asynchronous copy),
-    within the kernel's band size; 128 rows, 8 warps, 4 stages. ``tune`` races it."""
+    """``block_m`` output rows x ``block_k`` output columns x ``block_n`` output channels: all
+    of K up to 16 channels (else 32) a program, and as many columns as keep the GEMM's N
+    (columns x channels) within 64 (32 for float32), at least enough that a column block's
+    segment starts 16 bytes after the last (an aligned asynchronous copy), within the
+    kernel's band size; 128 rows, 8 warps, 4 stages. The fastest of the candidates on seed003
+    (H200, session 10, benchmarks/probe.py toeplitz): fp16 NHWC 128x6x8 (29.0 us), strict
+    fp32 NCHW 128x6x4 (77.0 us; 128x6x8 98.3 us: three TF32 products a step)."""
     block_kc = problem.k if problem.k <= 16 else 32
     per_column = problem.stride[1] * problem.c * problem.itemsize  # bytes a segment moves per column
     aligned = 16 // math.gcd(16, per_column)  # the fewest columns that keep segments 16-byte aligned
-    block_q = max(aligned, 1 << ((64 // block_kc).bit_length() - 1))
+    widest = 64 if problem.itemsize == 2 else 32
+    block_q = max(aligned, 1 << ((widest // block_kc).bit_length() - 1))
     while block_q > 1 and (block_q * block_kc > 256 or
                            columns_read(problem, block_q) * problem.c > MAX_DENSE_TOEPLITZ_VALUES):
         block_q //= 2

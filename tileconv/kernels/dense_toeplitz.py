@@ -23,7 +23,8 @@ memory order and whose output index is the output's: ``qq*KB + k`` in channels_l
 program's channels a run), ``k*BQ + qq`` in NCHW (its columns a run). So the A tile is read
 16 bytes at a time by asynchronous copies with no gather and no padding mask (the launcher
 copies the input into zero-bordered rows first, :func:`.staged.to_padded_rows_kernel`: a
-few-channel input is small), each input element is read once per filter row (R times, not
+few-channel input is small; an unpadded channels_last input whose rows start 16-byte aligned
+is read in place, a column mask cutting the segments that run past a row's end), each input element is read once per filter row (R times, not
 R*S), and the tensor cores do the rest. A fraction S*C*BQ*KB / (T*BLOCK_NN) of the tensor
 work is useful (a third for the seed problem), which the tensor cores can afford.
 
@@ -44,10 +45,12 @@ from .common import dot_acc, epilogue_at
 
 @triton.jit(do_not_specialize=["N", "P", "Q", "HP", "stride_h", "dil_h", "dil_w", "R", "S"])
 def conv2d_dense_toeplitz_kernel(
-    x_ptr,  # zero-bordered rows [N, HP, ROW], contiguous: input (h, w, c) at [h + pad_h, (w + pad_w)*C + c]
+    x_ptr,  # rows [N, HP, ROW]: the zero-bordered copy (input (h, w, c) at [h + pad_h, (w + pad_w)*C + c]),
+            # or an unpadded channels_last input itself (HP = H, ROW = W*C)
     t_ptr,  # bands [K_BLOCKS, R, T_STEPS*BLOCK_T, BLOCK_NN], contiguous (weights.dense_toeplitz_weight)
     out_ptr, bias_ptr, res_ptr,
-    N, P, Q, K, HP, ROW,  # ROW: the copy's row length in elements (a multiple of 16)
+    N, P, Q, K, HP, ROW,  # ROW: the rows' pitch in elements (a multiple of 16 in the copy)
+    ROW_END,  # values of a row that hold data (MASK_COLS: loads past it read zeros)
     stride_h, dil_h, dil_w,  # the vertical geometry; dil_w for the NaN redo (the band holds it)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
@@ -63,6 +66,7 @@ def conv2d_dense_toeplitz_kernel(
     QQ_MINOR: tl.constexpr,  # GEMM column nn = kk*BLOCK_Q + qq (NCHW output: columns contiguous), else qq*BLOCK_KC + kk
     BLOCK_T: tl.constexpr,  # reduction values per step
     T_STEPS: tl.constexpr,  # steps per filter row: the band's T = T_STEPS * BLOCK_T >= J*C
+    MASK_COLS: tl.constexpr,  # rows read in place: a segment may run past a row's end
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
     INT64: tl.constexpr,
 ):
@@ -100,7 +104,11 @@ def conv2d_dense_toeplitz_kernel(
     # One flat loop over (filter row, reduction step) so that the pipeliner streams it.
     for step in range(0, R * T_STEPS):
         r = step // T_STEPS
-        a = tl.load(a_ptrs + (r * dil_h * row_len + (step - r * T_STEPS) * BLOCK_T), mask=mask_rows[:, None], other=0.0)
+        t0 = (step - r * T_STEPS) * BLOCK_T
+        a_mask = mask_rows[:, None]
+        if MASK_COLS:
+            a_mask = a_mask & (col0 + t0 + offs_t < ROW_END)[None, :]
+        a = tl.load(a_ptrs + (r * dil_h * row_len + t0), mask=a_mask, other=0.0)
         b = tl.load(b_ptrs + step * (BLOCK_T * BLOCK_NN))
         acc = dot_acc(a, b, acc, DOT_PRECISION, UPCAST_DOT)
 
@@ -126,7 +134,7 @@ def conv2d_dense_toeplitz_kernel(
     if tl.sum(tl.where(tl.abs(acc) < float("inf"), 0, 1)) > 0:
         acc = tl.zeros((BLOCK_M, BLOCK_NN), dtype=tl.float32)
         col = (q_idx * STRIDE_W * C)[None, :]
-        ok = mask_rows[:, None] & in_tile[None, :]
+        ok = mask_rows[:, None] & mask_nn[None, :]  # an output column past Q may read past a row's end
         for r in range(0, R):
             x_row = x_ptr + (row_start + r * dil_h * row_len)[:, None] + col
             for s in range(0, S):

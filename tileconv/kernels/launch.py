@@ -738,6 +738,16 @@ def dense_toeplitz_unsupported_reason(problem: ConvProblem) -> str | None:
     return None
 
 
+def reads_rows_in_place(problem: ConvProblem, x: torch.Tensor) -> bool:
+    """Whether :mod:`.dense_toeplitz` reads ``x``'s rows where they lie instead of a
+    zero-bordered copy: no padding (the copy's only zeros besides the segments' overrun,
+    which the kernel masks), channels_last-contiguous storage (one row a run of W*C values,
+    images H rows apart) and rows that start 16 bytes apart (aligned asynchronous copies)."""
+    n, c, h, w = x.shape
+    return (problem.padding == (0, 0) and problem.padding_end == (0, 0) and x.stride() == (h * w * c, 1, w * c, c)
+            and (w * c * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0)
+
+
 def launch_dense_toeplitz(
     problem: ConvProblem,
     x: torch.Tensor,
@@ -748,7 +758,7 @@ def launch_dense_toeplitz(
     config: LaunchConfig,
 ):
     """Copy ``x`` into zero-bordered channels_last rows (:func:`to_padded_rows_kernel`, into
-    scratch), then run :func:`conv2d_dense_toeplitz_kernel`: programs of ``config.block_m``
+    scratch; not where :func:`reads_rows_in_place`), then run :func:`conv2d_dense_toeplitz_kernel`: programs of ``config.block_m``
     output rows by ``block_k`` output columns by ``block_n`` output channels. Returns the
     GEMM's compiled kernel."""
     if config.split_k > 1 or config.fuse_sc or config.persistent:
@@ -761,21 +771,25 @@ def launch_dense_toeplitz(
     qq_minor = problem.layout == "nchw"  # the output's layout: its columns contiguous, not its channels
     band = dense_toeplitz_weight(weight, problem.stride[1], problem.dilation[1], tiling.span, tiling.block_q,
                                  tiling.block_kc, tiling.t_len, tiling.block_nn, qq_minor)
-    copy = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device)
-    int64 = needs_int64(problem) or max(copy.numel(), band.numel()) >= INT32_LIMIT
-    copy_rows, copy_values = DENSE_TOEPLITZ_COPY_TILE
-    launch(to_padded_rows_kernel, (cdiv(problem.n * tiling.rows, copy_rows), cdiv(tiling.row_len, copy_values)),
-           x, copy, problem.n * tiling.rows, problem.h, problem.w, problem.padding[0], problem.padding[1],
-           tiling.rows, tiling.row_len, *kernel_strides(x),
-           C=problem.c, BLOCK_ROWS=copy_rows, BLOCK_E=copy_values, INT64=int64, num_warps=4)
+    if reads_rows_in_place(problem, x):
+        rows, rows_per_image, pitch = x, problem.h, problem.w * problem.c
+    else:
+        rows, rows_per_image, pitch = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device), tiling.rows, tiling.row_len
+    int64 = needs_int64(problem) or max(rows.numel(), band.numel()) >= INT32_LIMIT
+    if rows is not x:
+        copy_rows, copy_values = DENSE_TOEPLITZ_COPY_TILE
+        launch(to_padded_rows_kernel, (cdiv(problem.n * tiling.rows, copy_rows), cdiv(tiling.row_len, copy_values)),
+               x, rows, problem.n * tiling.rows, problem.h, problem.w, problem.padding[0], problem.padding[1],
+               tiling.rows, tiling.row_len, *kernel_strides(x),
+               C=problem.c, BLOCK_ROWS=copy_rows, BLOCK_E=copy_values, INT64=int64, num_warps=4)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (cdiv(problem.n * problem.out_h, config.block_m) * tiling.tiles_q * tiling.k_blocks,)
     return launch(conv2d_dense_toeplitz_kernel, grid,
-        copy, band, *pointers, problem.n, problem.out_h, problem.out_w, problem.k, tiling.rows, tiling.row_len,
+        rows, band, *pointers, problem.n, problem.out_h, problem.out_w, problem.k, rows_per_image, pitch, pitch,
         problem.stride[0], problem.dilation[0], problem.dilation[1], *epilogue_strides, problem.r, problem.s,
         C=problem.c, STRIDE_W=problem.stride[1], **epilogue,
         BLOCK_M=config.block_m, BLOCK_Q=tiling.block_q, BLOCK_KC=tiling.block_kc, BLOCK_NN=tiling.block_nn,
-        QQ_MINOR=qq_minor,
+        QQ_MINOR=qq_minor, MASK_COLS=rows is x,
         BLOCK_T=tiling.block_t, T_STEPS=tiling.t_steps, **dot_constexprs(problem), INT64=int64,
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
