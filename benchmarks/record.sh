@@ -180,7 +180,7 @@ direct)
     for case in ${NCU:-}; do  # "_" stands for a space: NCU="hw56/1 dw7x7_c96"
         case=${case//_/ }
         TAILN=40 step "ncu-${case// /_}" 120 ncu --launch-skip 3 --launch-count 1 -k "regex:^conv2d_(depthwise|direct)" \
-            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
             python -m tileconv bench --suite depthwise --case "$case" --repeat 1
     done
     save
