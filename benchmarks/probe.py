@@ -6,6 +6,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py direct   # depthwise, grouped, seed003, the stem
     python3 benchmarks/probe.py toeplitz # dense_toeplitz: seed003 (three dtypes), the stem, the VAE's C = 4
     python3 benchmarks/probe.py plane    # depthwise_plane: the depthwise suite's 7x7-plane rows, both layouts
+    python3 benchmarks/probe.py unroll   # the CUDA-core depthwise/direct kernels: tap unrolling x register caps
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -121,6 +122,43 @@ elif mode == "plane":
             algo, hc = select(p)
             bench_problem(f"{c.name} {layout} {algo.name}", p, [hc], algo.name)
             bench_problem(f"{c.name} {layout} depthwise_plane", p, depthwise_plane_candidates(p), "depthwise_plane")
+elif mode == "unroll":
+    # The CUDA-core kernels on the depthwise rows they win (fp16 NHWC, each row's tuned winner of
+    # session 10): the taps unrolled whole / by filter row / not at all, times a register cap
+    # (ptxas's maxnreg: Nsight Compute found the whole unroll at 128 registers, 25% occupancy).
+    from tileconv import call_plans
+    from tileconv.kernels import launch as L
+    real_unrolled, real_launch = L.unrolled_taps, L.launch
+    rows = {"mbv2 dw3x3 c32 hw112/1": ("depthwise", C(64, 32, 8, num_warps=4)),
+            "mbv2 dw3x3 c144 hw56/1": ("depthwise", C(64, 32, 8, num_warps=4)),
+            "mbv2 dw3x3 c96 hw112/2": ("depthwise", C(64, 32, 8, num_warps=4)),
+            "mbv2 dw3x3 c576 hw14/1": ("depthwise", C(32, 64, 16, num_warps=4)),
+            "mbv2 dw3x3 c192 hw28/1": ("direct", C(64, 64, 32, num_warps=4)),
+            "convnext dw7x7 c96 hw56": ("direct", C(128, 32, 32, num_warps=4))}
+    policy = {"unroll": "full", "maxnreg": None}
+
+    def forced_unroll(problem, tile_elements, num_warps):
+        if policy["unroll"] == "full":
+            return dict(UNROLL_R=problem.r, UNROLL_S=problem.s)
+        return dict(UNROLL_R=0, UNROLL_S=problem.s if policy["unroll"] == "row" else 0)
+
+    def capped_launch(kernel, grid, *args, **kwargs):
+        if policy["maxnreg"] and getattr(kernel, "__name__", "") in ("conv2d_depthwise_kernel", "conv2d_direct_kernel"):
+            kwargs["maxnreg"] = policy["maxnreg"]
+        return real_launch(kernel, grid, *args, **kwargs)
+
+    L.unrolled_taps, L.launch = forced_unroll, capped_launch
+    for c in get_suite("depthwise"):
+        if c.name not in rows:
+            continue
+        algo_name, cfg = rows[c.name]
+        p = c.problem(torch.float16, "nhwc")
+        for unroll in ("full", "row", "none"):
+            for maxnreg in (None, 96, 64):
+                policy.update(unroll=unroll, maxnreg=maxnreg)
+                call_plans.clear()
+                bench_problem(f"{c.name} {algo_name} {unroll} nreg{maxnreg}", p, [cfg], algo_name)
+    L.unrolled_taps, L.launch = real_unrolled, real_launch
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
 i = random_inputs(p, "cuda", seed=0)

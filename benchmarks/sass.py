@@ -281,7 +281,7 @@ def main() -> int:
              for int64 in (False, True)]
     rows += [inspect("depthwise_toeplitz", "replknet dw31x31 c128 hw56", int64, which="to_padded_planes_kernel")
              for int64 in (False, True)]
-    rows += [inspect("dense_toeplitz", "seed003", int64, which="to_padded_rows_kernel") for int64 in (False, True)]
+    rows += [inspect("dense_toeplitz", "r50 stem 7x7/2", int64, which="to_padded_rows_kernel") for int64 in (False, True)]
     rows += [inspect(algorithm, case, int64=True, which=main_kernel.get(algorithm)) for algorithm, case in INT64_CASES]
     # tma_rows's and gemm_1x1's heuristics pick their persistent forms (TMA stores); the
     # one-tile forms store by pointer.

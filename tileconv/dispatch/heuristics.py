@@ -317,9 +317,10 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
     of K up to 16 channels (else 32) a program, and as many columns as keep the GEMM's N
     (columns x channels) within 64 (32 for float32), at least enough that a column block's
     segment starts 16 bytes after the last (an aligned asynchronous copy), within the
-    kernel's band size; 128 rows, 8 warps, 4 stages. The fastest of the candidates on seed003
-    (H200, session 10, benchmarks/probe.py toeplitz): fp16 NHWC 128x6x8 (29.0 us), strict
-    fp32 NCHW 128x6x4 (77.0 us; 128x6x8 98.3 us: three TF32 products a step)."""
+    kernel's band size; 4 stages. The fastest of the candidates on seed003 (H200, session 10,
+    benchmarks/probe.py toeplitz): fp16 NHWC 64 rows on 4 warps (24.4 us with the rows read in
+    place; 128 rows on 8 warps 30.3 us, and 29.0 against 30.2 with the copy), strict fp32 NCHW
+    128 rows on 8 warps, 4 columns (77.0 us; 8 columns 98.3 us: three TF32 products a step)."""
     block_kc = problem.k if problem.k <= 16 else 32
     per_column = problem.stride[1] * problem.c * problem.itemsize  # bytes a segment moves per column
     aligned = 16 // math.gcd(16, per_column)  # the fewest columns that keep segments 16-byte aligned
@@ -330,8 +331,10 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
         block_q //= 2
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=min(block_kc, 8), block_k=min(block_q, 4), num_warps=1, num_stages=1)
-    # 8 warps: 32 fp32 accumulators a thread. With 64 (4 warps) an sm_90 compile of the seed's
-    # tile took all 255 registers (the epilogue's address tiles); with 32, 124.
+    # 32 fp32 accumulators a thread either way. With 64 (128 rows on 4 warps) an sm_90 compile
+    # of the seed's tile took all 255 registers (the epilogue's address tiles); with 32, 124.
+    if problem.itemsize == 2:
+        return LaunchConfig(block_m=64, block_n=block_kc, block_k=block_q, num_warps=4, num_stages=4)
     return LaunchConfig(block_m=128, block_n=block_kc, block_k=block_q, num_warps=8, num_stages=4)
 
 
