@@ -21,7 +21,7 @@ import tileconv
 from tileconv import ConvProblem, LaunchConfig
 from tileconv._runtime import INTERPRET
 from tileconv.bench.suites import get_suite
-from tileconv.dispatch import cache, clear_selection_cache, select
+from tileconv.dispatch import cache, clear_selection_cache, heuristics, select
 from tileconv.dispatch import tune as tune_module
 from tileconv.dispatch.candidates import (
     MAX_ACCUMULATORS_PER_THREAD,
@@ -253,9 +253,15 @@ def _is_pow2(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
 
+@pytest.mark.parametrize("gpu_defaults", [False, True], ids=["here", "gpu-defaults"])
 @pytest.mark.parametrize("limits", [DeviceLimits(), DeviceLimits(num_sms=108, shared_memory_bytes=166912)],
                          ids=["h100", "a100"])
-def test_candidates_respect_the_constraints(limits):
+def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
+    """Every candidate list fits its kernels' limits. ``gpu-defaults``: the lists a GPU gets
+    (the heuristics' configs outside the interpreter, which are smaller there), checked on
+    any machine: a GPU-only default past a limit was once caught only on a GPU."""
+    if gpu_defaults:
+        monkeypatch.setattr(heuristics, "INTERPRET", False)
     for problem in _suite_problems():
         pairs = candidates(problem, limits, max_candidates=12)
         default_name = choose_algorithm(problem)

@@ -46,7 +46,14 @@ from ..kernels.launch import (
     toeplitz_reach,
 )
 from ..problem import ConvProblem
-from .heuristics import MIN_TENSOR_CORE_DIM, choose_algorithm, default_config, reduction_steps, slice_length
+from .heuristics import (
+    MAX_BANDED_ACCUMULATORS,
+    MIN_TENSOR_CORE_DIM,
+    choose_algorithm,
+    default_config,
+    reduction_steps,
+    slice_length,
+)
 
 # Hopper (H100 SXM): 132 SMs, 227 KB of shared memory per block (opt-in). Used when the
 # device cannot be asked (CPU runs), so that tests see the lists an H100 gets.
@@ -467,11 +474,6 @@ _DENSE_TOEPLITZ_BASE: tuple[tuple[int, int, int, int, int], ...] = (
     (64, 16, 8, 4, 4), (128, 16, 4, 8, 4), (64, 16, 16, 8, 3), (256, 16, 4, 8, 3), (64, 16, 4, 4, 4),
     (128, 32, 2, 8, 4), (64, 64, 2, 8, 4), (128, 16, 2, 4, 5),
 )
-# The banded kernels' fp32 accumulators (dense_toeplitz: rows x columns x channels;
-# depthwise_plane: images x channels x output pixels): at most this many a thread. sm_90
-# compiles (bias, residual and activation in the epilogue) took 96-137 registers with 32 and
-# 228-255 with 64 (the epilogue's address tiles; dense_toeplitz's 64x256 tile at 4 warps spilled).
-MAX_BANDED_ACCUMULATORS = 32
 
 
 def dense_toeplitz_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import triton
 
-from .._runtime import INTERPRET
+from .._runtime import INTERPRET, pow2_at_least
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
@@ -33,6 +33,11 @@ from ..problem import ConvProblem
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
 # GEMM tile is mostly zero padding and the CUDA cores do the work with less waste.
 MIN_TENSOR_CORE_DIM = 16
+# The banded kernels' fp32 accumulators (dense_toeplitz: rows x columns x channels;
+# depthwise_plane: images x channels x output pixels): at most this many a thread. sm_90
+# compiles (bias, residual and activation in the epilogue) took 96-137 registers with 32 and
+# 228-255 with 64 (the epilogue's address tiles; dense_toeplitz's 64x256 tile at 4 warps spilled).
+MAX_BANDED_ACCUMULATORS = 32
 # depthwise_plane's plane maps hold every (input pixel, output pixel) pair: with fewer taps
 # than a 5x5 filter most of a map is zeros the CUDA-core kernels never multiply.
 PLANE_MIN_TAPS = 25
@@ -331,11 +336,17 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
         block_q //= 2
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=min(block_kc, 8), block_k=min(block_q, 4), num_warps=1, num_stages=1)
-    # 32 fp32 accumulators a thread either way. With 64 (128 rows on 4 warps) an sm_90 compile
-    # of the seed's tile took all 255 registers (the epilogue's address tiles); with 32, 124.
-    if problem.itemsize == 2:
-        return LaunchConfig(block_m=64, block_n=block_kc, block_k=block_q, num_warps=4, num_stages=4)
-    return LaunchConfig(block_m=128, block_n=block_kc, block_k=block_q, num_warps=8, num_stages=4)
+    # At most MAX_BANDED_ACCUMULATORS a thread: more warps, then fewer rows, for a wide N (the
+    # stem's 32 channels x 4 columns). With 64 a thread (128 rows x 64 on 4 warps) an sm_90
+    # compile of the seed's tile took all 255 registers (the epilogue's address tiles); with 32, 124.
+    rows, num_warps = (64, 4) if problem.itemsize == 2 else (128, 8)
+    block_nn = pow2_at_least(block_q * block_kc, 16)
+    while rows * block_nn > MAX_BANDED_ACCUMULATORS * 32 * num_warps:
+        if num_warps < 8:
+            num_warps *= 2
+        else:
+            rows //= 2
+    return LaunchConfig(block_m=rows, block_n=block_kc, block_k=block_q, num_warps=num_warps, num_stages=4)
 
 
 def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
