@@ -17,6 +17,8 @@
 #   bash benchmarks/record.sh banded     dense_toeplitz and depthwise_plane: their GPU tests, benchmarks/probe.py
 #                                        toeplitz and plane (every candidate against cuDNN)
 #   bash benchmarks/record.sh banded-record  seed003 (fp16 NHWC, strict fp32 NCHW) and the depthwise suite, tuned
+#   bash benchmarks/record.sh rows       depthwise_rows: its GPU tests, the depthwise suite tuned, seed003,
+#                                        benchmarks/probe.py rows, verify's random cases
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -210,6 +212,27 @@ banded-record)
     TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
     save
     ;;
+rows)
+    # depthwise_rows (3x3 rows streamed, the next rows loaded ahead, row stride 1 and 2): its GPU
+    # tests, the depthwise suite tuned (tune races it) and benched, seed003 (fp16 NHWC, strict
+    # fp32 NCHW), then benchmarks/probe.py rows (its candidates against the 2D kernels and cuDNN)
+    # and verify's random cases.
+    TAILN=4 step tests-rows 150 python -m pytest -q -p no:cacheprovider -n 8 \
+        -k "${TESTS:-depthwise_rows or rows_with_weights or dense_toeplitz or depthwise_plane or respect or heuristics}" \
+        tests/test_conv2d.py tests/test_tuning.py tests/test_call_plans.py
+    TAILN=2 step tune-depthwise 150 python -m tileconv tune --suite depthwise
+    save
+    TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
+    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
+    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
+        --json "$R/seed003-float32-nchw.json"
+    save
+    TAILN=60 step probe-rows 180 python benchmarks/probe.py rows
+    save
+    TAILN=12 step verify "${VERIFY_S:-90}" python -m tileconv verify --cases "${CASES:-400}" --seed 10 --algo each --device cuda --jobs 14 \
+        --json "$R/verify.json"
+    save
+    ;;
 model)
     # max-autotune compiles for ~4 minutes a model; the tuning cache (forward tuned) makes tileconv's set-up short.
     for batch in ${BATCHES:-32 1}; do  # BATCHES="1" picks
@@ -226,7 +249,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|banded|banded-record|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|banded|banded-record|rows|model|models" >&2
     exit 2
     ;;
 esac

@@ -418,10 +418,18 @@ CONFIG_CASES = [
          activation="relu", algo="direct", config=LaunchConfig(32, 8, 32, 8, 4, 1)),
     # depthwise_rows: strips of 4 rows over 7 output rows (a partial last strip), 8-column
     # tiles over 11 columns, 4-channel tiles over 6 channels; multiplier 2, column stride 2,
-    # residual and activation in the epilogue.
+    # residual and activation in the epilogue; the next row loaded ahead (2 stages).
     Case(2, 3, 7, 21, 6, 3, 3, stride=(1, 2), padding=1, groups=3, dtype="fp16", layout="nhwc", residual=True,
-         activation="silu", algo="depthwise_rows", config=LaunchConfig(8, 4, 4, 8, 2, 1)),
-    # ... and NCHW fp32, no padding on top (the strip starts at input row 0), one-row strips.
+         activation="silu", algo="depthwise_rows", config=LaunchConfig(8, 4, 4, 8, 2, 2)),
+    # ... row stride 2 (two input rows a step, the even one shared by two output rows): strips
+    # of 2 rows over 5 (a partial last strip, the input's last row past the bottom padding),
+    # bf16 (multiplied in fp32), both strides 2, rows loaded ahead; and loaded when used.
+    Case(2, 5, 10, 9, 5, 3, 3, stride=2, padding=1, groups=5, dtype="bf16", layout="nhwc", bias=True,
+         residual=True, activation="gelu", algo="depthwise_rows", config=LaunchConfig(4, 4, 2, 8, 1, 2)),
+    Case(1, 4, 9, 7, 8, 3, 3, stride=(2, 1), padding=(0, 1), groups=4, dtype="fp32", layout="nchw",
+         algo="depthwise_rows", config=LaunchConfig(8, 4, 4, 8, 1, 1)),
+    # ... and NCHW fp32, no padding on top (the strip starts at input row 0), one-row strips,
+    # each row loaded when it is used (1 stage).
     Case(1, 4, 6, 5, 4, 3, 3, padding=(0, 1), groups=4, dtype="fp32", layout="nchw", bias=True,
          algo="depthwise_rows", config=LaunchConfig(4, 4, 1, 8, 1, 1)),
     # direct, depthwise x2: 8-channel tiles over 16 channels, dilated 5x5.
@@ -792,6 +800,20 @@ def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str,
     case = Case(2, 6, 7, 8, 6, 3, 3, padding=padding, groups=groups, dtype="fp16", layout=layout_kind, bias=True,
                 residual=True, activation="relu", algo=algo)
     check_case(case, device, seed)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_depthwise_rows_with_weights_reloaded_every_row(stages: int, device: str, seed: int, monkeypatch):
+    """depthwise_rows's other weight placement (reloaded from L1 every input row instead of
+    held in registers for the strip), with and without the row loaded ahead, at both row
+    strides."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS", False)
+    for stride in (1, 2):
+        case = Case(2, 4, 9, 10, 8, 3, 3, stride=stride, padding=1, groups=4, dtype="fp16", layout="nhwc",
+                    bias=True, activation="relu", algo="depthwise_rows", config=LaunchConfig(8, 4, 4, 8, 1, stages))
+        check_case(case, device, seed)
 
 
 def test_dense_toeplitz_reads_unpadded_channels_last_rows_in_place():

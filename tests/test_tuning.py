@@ -311,6 +311,12 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 fitted = config != default_config(problem, name)  # the interpreter's default has one warp
                 assert not fitted or (config.block_m * config.block_n * pq_pad
                                       <= MAX_BANDED_ACCUMULATORS * 32 * config.num_warps), where
+            elif name == "depthwise_rows":  # two partial sums, three taps, three more loaded ahead (2 stages)
+                live = 5 + 3 * (config.num_stages - 1)
+                fitted = config != default_config(problem, name)  # the interpreter's default has one warp
+                assert not fitted or live * config.block_m * config.block_n <= (
+                    MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps), where
+                assert config.num_stages in (1, 2), where
             else:  # CUDA-core kernels: accumulators fit the registers, no pipelining
                 assert config.block_m * config.block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps, where
                 assert config.num_stages == 1, where
@@ -332,7 +338,7 @@ def test_which_algorithms_race():
     # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.
     for depthwise in (case.problem() for case in get_suite("depthwise")):
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)
-        rows = ["depthwise_rows"] if (depthwise.r, depthwise.stride[0]) == (3, 1) else []  # 3x3, rows streamed
+        rows = ["depthwise_rows"] if depthwise.r == 3 else []  # 3x3 (the suite's strides are 1 and 2): rows streamed
         banded = ["depthwise_toeplitz"] if depthwise.s >= 5 else []  # 7x7 and up: the tensor-core kernel
         plane = ["depthwise_plane"] if depthwise.h * depthwise.w <= 64 else []  # 7x7 planes: one GEMM a channel
         assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane]), \

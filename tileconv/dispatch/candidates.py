@@ -397,30 +397,36 @@ def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = Non
     return list(dict.fromkeys(fitted))
 
 
-# depthwise_rows (channels, columns, rows per strip, num_warps): written without a GPU, so
-# a spread around the heuristics' tile rather than measured winners. Five tiles of fp32 are
-# live per step (two partial sums, three input taps): the register check counts them.
-_DEPTHWISE_ROWS_BASE_NHWC: tuple[tuple[int, int, int, int], ...] = (
-    (64, 16, 8, 4), (32, 16, 8, 4), (64, 8, 16, 4), (128, 8, 8, 8), (32, 32, 8, 4), (64, 16, 32, 8),
+# depthwise_rows (channels, columns, rows per strip, num_warps, num_stages): written without
+# a GPU, so a spread around the heuristics' tile rather than measured winners; num_stages 2
+# loads the next input row ahead (1: not). Five tiles of fp32 are live per step (two partial
+# sums, three input taps) and three more loaded ahead: the register check counts them.
+_DEPTHWISE_ROWS_BASE_NHWC: tuple[tuple[int, int, int, int, int], ...] = (
+    (64, 16, 8, 4, 2), (32, 16, 8, 4, 2), (64, 8, 16, 4, 2), (128, 8, 8, 8, 2), (32, 32, 8, 4, 2),
+    (64, 16, 32, 8, 2), (32, 8, 16, 4, 2), (64, 16, 8, 4, 1),
+    # 4 channels a thread (the tile twice the threads: Triton's loads then move 8 bytes): half
+    # the weight and partial-sum registers of 8 (an sm_90 compile: 80 registers against 147).
+    (64, 16, 8, 8, 2), (32, 32, 8, 8, 2), (32, 16, 16, 4, 2),
 )
-_DEPTHWISE_ROWS_BASE_NCHW: tuple[tuple[int, int, int, int], ...] = (
-    (8, 64, 8, 4), (4, 64, 16, 4), (8, 32, 8, 4), (16, 64, 8, 8), (8, 128, 8, 8),
+_DEPTHWISE_ROWS_BASE_NCHW: tuple[tuple[int, int, int, int, int], ...] = (
+    (8, 64, 8, 4, 2), (4, 64, 16, 4, 2), (8, 32, 8, 4, 2), (16, 64, 8, 8, 2), (8, 128, 8, 8, 2),
+    (8, 64, 8, 4, 1),
 )
 
 
 def depthwise_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """Fitted, de-duplicated depthwise_rows configs: ``block_n`` channels, ``block_m``
-    columns, strips of ``block_k`` rows; one stage."""
+    columns, strips of ``block_k`` rows; ``num_stages`` 2 loads the next row ahead."""
     start = default_config(problem, "depthwise_rows")
     base = _DEPTHWISE_ROWS_BASE_NHWC if problem.layout == "nhwc" else _DEPTHWISE_ROWS_BASE_NCHW
     fitted = [start]
-    for channels, columns, rows, num_warps in base:
+    for channels, columns, rows, num_warps, stages in base:
         channels = min(channels, pow2_at_least(problem.k, 4))
         columns = min(columns, pow2_at_least(problem.out_w, 4))
         rows = min(rows, pow2_at_least(problem.out_h, 1))
-        if _fits_registers(5 * columns, channels, num_warps):
+        if _fits_registers((5 + 3 * (stages - 1)) * columns, channels, num_warps):
             fitted.append(replace(start, block_m=columns, block_n=channels, block_k=rows,
-                                  num_warps=num_warps, num_stages=1))
+                                  num_warps=num_warps, num_stages=stages))
     return list(dict.fromkeys(fitted))
 
 

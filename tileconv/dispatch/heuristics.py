@@ -279,17 +279,18 @@ def _depthwise_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _depthwise_rows_config(problem: ConvProblem) -> LaunchConfig:
-    """Strips of block_k output rows x block_m columns x block_n channels. Not measured yet
-    (written without a GPU): NHWC tiles as wide in channels as the 2D kernel's, NCHW tiles
-    wide in columns (the contiguous axis there); tune races it against ``depthwise``."""
+    """Strips of block_k output rows x block_m columns x block_n channels, the next input row
+    loaded ahead (num_stages 2). Not measured yet (written without a GPU): NHWC tiles as wide
+    in channels as the 2D kernel's, NCHW tiles wide in columns (the contiguous axis there);
+    tune races it against ``depthwise``."""
     if INTERPRET:
         return LaunchConfig(block_m=_pow2_between(problem.out_w, 4, 16), block_n=_pow2_between(problem.k, 4, 16),
-                            block_k=4, num_warps=1, num_stages=1)
+                            block_k=4, num_warps=1, num_stages=2)
     if problem.layout == "nhwc":
         return LaunchConfig(block_m=_pow2_between(problem.out_w, 8, 16), block_n=_pow2_between(problem.k, 8, 64),
-                            block_k=8, num_warps=4, num_stages=1)
+                            block_k=8, num_warps=4, num_stages=2)
     return LaunchConfig(block_m=_pow2_between(problem.out_w, 16, 64), block_n=_pow2_between(problem.k, 4, 8),
-                        block_k=8, num_warps=4, num_stages=1)
+                        block_k=8, num_warps=4, num_stages=2)
 
 
 def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:

@@ -394,9 +394,15 @@ def depthwise_rows_unsupported_reason(problem: ConvProblem) -> str | None:
         return reason
     if (problem.r, problem.s) != (3, 3):
         return "it needs a 3x3 filter"
-    if problem.stride[0] != 1 or problem.dilation != (1, 1):
-        return "it streams consecutive rows: it needs stride 1 down the rows and dilation 1"
+    if problem.stride[0] not in (1, 2) or problem.dilation != (1, 1):
+        return "it streams rows at stride 1 or 2: it needs a row stride of 1 or 2 and dilation 1"
     return None
+
+
+# depthwise_rows keeps its nine weight vectors in registers for the whole strip (72 fp32
+# registers at 8 channels a thread) rather than reloading them from L1 every row: not yet
+# measured against each other (benchmarks/probe.py rows races both).
+DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS = True
 
 
 def launch_depthwise_rows(
@@ -409,8 +415,9 @@ def launch_depthwise_rows(
     config: LaunchConfig,
 ):
     """Run :func:`conv2d_depthwise_rows_kernel`: strips of ``config.block_k`` output rows
-    by ``block_m`` columns by ``block_n`` channels (the problem must pass
-    :func:`depthwise_rows_unsupported_reason`, which dispatch checks)."""
+    by ``block_m`` columns by ``block_n`` channels, the next input row loaded ahead from
+    ``num_stages`` 2 (the problem must pass :func:`depthwise_rows_unsupported_reason`, which
+    dispatch checks)."""
     weight = channel_minor_weight(weight)  # one vector load of K weights per tap
     args, geometry, constexprs = _shared_arguments(problem, x, weight, bias, residual, out)
     grid = (
@@ -421,7 +428,9 @@ def launch_depthwise_rows(
         *args, problem.k, *geometry, **constexprs,
         MULTIPLIER=problem.k // problem.c,
         BLOCK_P=config.block_k, BLOCK_Q=config.block_m, BLOCK_C=config.block_n,
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        STRIDE_H=problem.stride[0], PREFETCH=config.num_stages >= 2,
+        WEIGHTS_IN_REGISTERS=DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS,
+        num_warps=config.num_warps, num_stages=1,
     )
 
 
