@@ -7,7 +7,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py toeplitz # dense_toeplitz: seed003 (three dtypes), the stem, the VAE's C = 4
     python3 benchmarks/probe.py plane    # depthwise_plane: the depthwise suite's 7x7-plane rows, both layouts
     python3 benchmarks/probe.py unroll   # the CUDA-core depthwise/direct kernels: tap unrolling x register caps
-    python3 benchmarks/probe.py rows     # depthwise_rows (row ahead, weights in registers or L1) on the 3x3/1 rows
+    python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -161,25 +161,17 @@ elif mode == "unroll":
                 bench_problem(f"{c.name} {algo_name} {unroll} nreg{maxnreg}", p, [cfg], algo_name)
     L.unrolled_taps, L.launch = real_unrolled, real_launch
 elif mode == "rows":
-    # depthwise_rows's candidates (num_stages 2: the next input rows loaded ahead) with its nine
-    # weight vectors held in registers (and, for the first four, reloaded from L1 every row),
-    # against the heuristics' kernel and cuDNN, on the depthwise suite's 3x3 rows (fp16 NHWC).
-    from tileconv import call_plans
+    # depthwise_rows's candidates (num_stages 2: the next input rows loaded ahead) against the
+    # heuristics' kernel and cuDNN on the depthwise suite's 3x3 rows (fp16 NHWC). Session 10's
+    # run also raced the nine weight vectors reloaded from L1 every row: slower on all ten rows.
     from tileconv.dispatch.candidates import depthwise_rows_candidates
-    from tileconv.kernels import launch as L
     for c in get_suite("depthwise"):
         p = c.problem(torch.float16, "nhwc")
         if p.r != 3:
             continue
         algo, hc = select(p)
         bench_problem(f"{c.name} {algo.name}", p, [hc], algo.name)
-        for in_registers in (True, False):
-            L.DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS = in_registers
-            call_plans.clear()
-            configs = depthwise_rows_candidates(p)
-            bench_problem(f"{c.name} rows w-{'reg' if in_registers else 'L1'}", p,
-                          configs if in_registers else configs[:4], "depthwise_rows")
-    L.DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS = True
+        bench_problem(f"{c.name} depthwise_rows", p, depthwise_rows_candidates(p), "depthwise_rows")
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
 i = random_inputs(p, "cuda", seed=0)

@@ -218,7 +218,7 @@ rows)
     # fp32 NCHW), then benchmarks/probe.py rows (its candidates against the 2D kernels and cuDNN)
     # and verify's random cases.
     TAILN=4 step tests-rows 150 python -m pytest -q -p no:cacheprovider -n 8 \
-        -k "${TESTS:-depthwise_rows or rows_with_weights or dense_toeplitz or depthwise_plane or respect or heuristics}" \
+        -k "${TESTS:-depthwise_rows or dense_toeplitz or depthwise_plane or respect or heuristics}" \
         tests/test_conv2d.py tests/test_tuning.py tests/test_call_plans.py
     TAILN=2 step tune-depthwise 150 python -m tileconv tune --suite depthwise
     save

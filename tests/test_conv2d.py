@@ -802,20 +802,6 @@ def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str,
     check_case(case, device, seed)
 
 
-@pytest.mark.parametrize("stages", [1, 2])
-def test_depthwise_rows_with_weights_reloaded_every_row(stages: int, device: str, seed: int, monkeypatch):
-    """depthwise_rows's other weight placement (reloaded from L1 every input row instead of
-    held in registers for the strip), with and without the row loaded ahead, at both row
-    strides."""
-    from tileconv.kernels import launch
-
-    monkeypatch.setattr(launch, "DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS", False)
-    for stride in (1, 2):
-        case = Case(2, 4, 9, 10, 8, 3, 3, stride=stride, padding=1, groups=4, dtype="fp16", layout="nhwc",
-                    bias=True, activation="relu", algo="depthwise_rows", config=LaunchConfig(8, 4, 4, 8, 1, stages))
-        check_case(case, device, seed)
-
-
 def test_dense_toeplitz_reads_unpadded_channels_last_rows_in_place():
     """dense_toeplitz skips its zero-bordered copy exactly where the input's own rows serve:
     no padding on either side, channels_last-contiguous storage, rows 16-byte aligned (the

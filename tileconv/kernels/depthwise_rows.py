@@ -22,9 +22,9 @@ stride, padding, channel multiplier, layout and the fused epilogue.
 Nothing else hides a row's load latency in a loop without a tensor-core dot (Triton's
 pipeliner streams loads that feed dots), so with ``PREFETCH`` the next step's input tiles
 are loaded before this step's multiply-adds, one step ahead, in registers. The nine
-weight vectors are the other register cost (an fp32 vector of the thread's channels for
-each tap: 72 registers at 8 channels a thread, the compile above took 128 in all, a quarter
-of the SM's warps resident): ``WEIGHTS_IN_REGISTERS`` off reloads them every row from L1.
+weight vectors stay in registers for the whole strip (72 at 8 channels a thread): reloading
+them from L1 every row lost on all ten 3x3 rows of the depthwise suite (H200, session 10,
+benchmarks/probe.py rows: 0-20% slower), though it freed 26 registers.
 """
 
 import triton
@@ -84,7 +84,6 @@ def conv2d_depthwise_rows_kernel(
     INT64: tl.constexpr,
     STRIDE_H: tl.constexpr = 1,  # the row stride, 1 or 2 (stride_h)
     PREFETCH: tl.constexpr = True,  # load the next input row(s) before this one's multiply-adds
-    WEIGHTS_IN_REGISTERS: tl.constexpr = True,  # else reloaded (from L1) every row
 ):
     tl.static_assert(R == 3 and S == 3, "depthwise_rows computes 3x3 filters")
     tl.static_assert(STRIDE_H == 1 or STRIDE_H == 2, "depthwise_rows streams rows at stride 1 or 2")
@@ -107,10 +106,10 @@ def conv2d_depthwise_rows_kernel(
     x_chan = ((k_idx // MULTIPLIER) * stride_xc)[None, :]
     w_chan = w_ptr + k_idx * stride_wk
 
-    if WEIGHTS_IN_REGISTERS:  # the filter's nine weight vectors, loaded once for the whole strip
-        w00, w01, w02 = _filter_row(w_chan, 0, stride_wr, stride_ws, mask_k)
-        w10, w11, w12 = _filter_row(w_chan, 1, stride_wr, stride_ws, mask_k)
-        w20, w21, w22 = _filter_row(w_chan, 2, stride_wr, stride_ws, mask_k)
+    # The filter's nine weight vectors, loaded once for the whole strip.
+    w00, w01, w02 = _filter_row(w_chan, 0, stride_wr, stride_ws, mask_k)
+    w10, w11, w12 = _filter_row(w_chan, 1, stride_wr, stride_ws, mask_k)
+    w20, w21, w22 = _filter_row(w_chan, 2, stride_wr, stride_ws, mask_k)
 
     # The three input columns of each output column, and whether they lie inside the input.
     iw0 = q_idx * stride_w - pad_w
@@ -141,10 +140,6 @@ def conv2d_depthwise_rows_kernel(
             x0 = x0.to(tl.float32)
             x1 = x1.to(tl.float32)
             x2 = x2.to(tl.float32)
-            if not WEIGHTS_IN_REGISTERS:
-                w00, w01, w02 = _filter_row(w_chan, 0, stride_wr, stride_ws, mask_k)
-                w10, w11, w12 = _filter_row(w_chan, 1, stride_wr, stride_ws, mask_k)
-                w20, w21, w22 = _filter_row(w_chan, 2, stride_wr, stride_ws, mask_k)
             done = older + x0 * w20 + x1 * w21 + x2 * w22
             p = p0 + i - 2
             store_output_tile(
@@ -161,8 +156,6 @@ def conv2d_depthwise_rows_kernel(
         # one output row; ``carry`` is the next output row's filter-row-0 sum.
         x0, x1, x2 = _input_row(x_img, top, 0, H, stride_xh, x_cols0, x_cols1, x_cols2, ok0, ok1, ok2,
                                 x_chan, mask_k, 2 * BLOCK_P + 1, INT64)
-        if not WEIGHTS_IN_REGISTERS:
-            w00, w01, w02 = _filter_row(w_chan, 0, stride_wr, stride_ws, mask_k)
         carry = x0.to(tl.float32) * w00 + x1.to(tl.float32) * w01 + x2.to(tl.float32) * w02
         if PREFETCH:
             a0, a1, a2 = _input_row(x_img, top, 1, H, stride_xh, x_cols0, x_cols1, x_cols2, ok0, ok1, ok2,
@@ -181,10 +174,6 @@ def conv2d_depthwise_rows_kernel(
                                         ok0, ok1, ok2, x_chan, mask_k, 2 * BLOCK_P + 1, INT64)
                 y0, y1, y2 = _input_row(x_img, top, 2 * j + 2, H, stride_xh, x_cols0, x_cols1, x_cols2,
                                         ok0, ok1, ok2, x_chan, mask_k, 2 * BLOCK_P + 1, INT64)
-            if not WEIGHTS_IN_REGISTERS:
-                w00, w01, w02 = _filter_row(w_chan, 0, stride_wr, stride_ws, mask_k)
-                w10, w11, w12 = _filter_row(w_chan, 1, stride_wr, stride_ws, mask_k)
-                w20, w21, w22 = _filter_row(w_chan, 2, stride_wr, stride_ws, mask_k)
             y0 = y0.to(tl.float32)
             y1 = y1.to(tl.float32)
             y2 = y2.to(tl.float32)

@@ -399,12 +399,6 @@ def depthwise_rows_unsupported_reason(problem: ConvProblem) -> str | None:
     return None
 
 
-# depthwise_rows keeps its nine weight vectors in registers for the whole strip (72 fp32
-# registers at 8 channels a thread) rather than reloading them from L1 every row: not yet
-# measured against each other (benchmarks/probe.py rows races both).
-DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS = True
-
-
 def launch_depthwise_rows(
     problem: ConvProblem,
     x: torch.Tensor,
@@ -429,7 +423,6 @@ def launch_depthwise_rows(
         MULTIPLIER=problem.k // problem.c,
         BLOCK_P=config.block_k, BLOCK_Q=config.block_m, BLOCK_C=config.block_n,
         STRIDE_H=problem.stride[0], PREFETCH=config.num_stages >= 2,
-        WEIGHTS_IN_REGISTERS=DEPTHWISE_ROWS_WEIGHTS_IN_REGISTERS,
         num_warps=config.num_warps, num_stages=1,
     )
 
