@@ -507,6 +507,17 @@ def test_command_without_a_gpu_says_so_and_exits_2(capsys):
     assert not cache.cache_file().exists()
 
 
+def test_tune_case_that_matches_nothing_says_so_and_exits_2(capsys):
+    """``tune --case TEXT`` tunes only the suite's cases whose name contains TEXT; one that
+    matches none is refused before anything runs, naming the suite's cases (GPU or not)."""
+    parser = argparse.ArgumentParser()
+    tune_module.add_arguments(parser)
+    assert tune_module.run(parser.parse_args(["--suite", "seed", "--case", "seed999"])) == 2
+    err = capsys.readouterr().err
+    assert "'seed999' matches no case of suite 'seed'" in err and "seed003" in err
+    assert not cache.cache_file().exists()
+
+
 def test_tune_model_tunes_each_convolution_the_model_runs_once(device, seed):
     """tileconv.tune_model runs the model once while dispatch lists its problems (a repeated
     shape once), tunes them into the cache, and a second call finds them there."""

@@ -82,12 +82,12 @@ def run(args: argparse.Namespace) -> int:
         from .host import run_host_cost
 
         return run_host_cost(args)
-    from .suites import get_suite
+    from .suites import select_cases
 
-    cases = [case for case in get_suite(args.suite) if getattr(args, "case", None) is None or args.case in case.name]
-    if not cases:
-        names = ", ".join(case.name for case in get_suite(args.suite))
-        print(f"--case {args.case!r} matches no case of suite {args.suite!r} (its cases: {names})", file=sys.stderr)
+    try:
+        cases = select_cases(args.suite, getattr(args, "case", None))
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         from .demo import run_demo

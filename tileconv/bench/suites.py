@@ -140,3 +140,13 @@ def get_suite(name: str) -> list[BenchCase]:
     if name not in SUITES:
         raise ValueError(f"suite={name!r} is not known; expected one of {', '.join(SUITE_NAMES)}")
     return list(SUITES[name])
+
+
+def select_cases(suite: str, text: str | None) -> list[BenchCase]:
+    """The cases of ``suite`` whose name contains ``text`` (all of them for None): what the
+    commands' ``--case`` picks. Raises ValueError, naming the suite's cases, when none matches."""
+    cases = [case for case in get_suite(suite) if text is None or text in case.name]
+    if not cases:
+        names = ", ".join(case.name for case in get_suite(suite))
+        raise ValueError(f"--case {text!r} matches no case of suite {suite!r} (its cases: {names})")
+    return cases

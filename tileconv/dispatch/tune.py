@@ -552,6 +552,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..bench.suites import EPILOGUES, SUITE_NAMES
 
     parser.add_argument("--suite", default="resnet50", choices=SUITE_NAMES, help="problems to tune (default resnet50)")
+    parser.add_argument("--case", metavar="TEXT", default=None,
+                        help="only the suite's cases whose name contains TEXT (e.g. seed003)")
     parser.add_argument("--dtype", default="float16", choices=tuple(_DTYPES),
                         help="tf32: float32 tensors on TF32 tensor cores (default float16)")
     parser.add_argument("--layout", default="nhwc", choices=("nhwc", "nchw"), help="memory layout (default nhwc)")
@@ -574,8 +576,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit codes: 0 all tuned (or cached); 1 some problem had no correct candidate;
     2 tuning cannot run here (no CUDA GPU, or TRITON_INTERPRET=1)."""
-    from ..bench.suites import get_suite
+    from ..bench.suites import select_cases
 
+    try:
+        cases = select_cases(args.suite, getattr(args, "case", None))
+    except ValueError as error:
+        print(f"tileconv tune: {error}", file=sys.stderr)
+        return 2
     if INTERPRET or not torch.cuda.is_available():
         why = ("TRITON_INTERPRET=1 is set: interpreter timings say nothing about a GPU" if INTERPRET
                else "no CUDA GPU is available (torch.cuda.is_available() is False)")
@@ -583,9 +590,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     dtype, allow_tf32 = _DTYPES[args.dtype]
-    problems = [
-        case.problem(dtype, args.layout, args.epilogue, args.batch, allow_tf32) for case in get_suite(args.suite)
-    ]
+    problems = [case.problem(dtype, args.layout, args.epilogue, args.batch, allow_tf32) for case in cases]
     device = torch.device(args.device) if args.device else None
     print(f"tileconv tune: {len(problems)} problems of suite {args.suite!r} on "
           f"{cache.device_name(device)}; cache {cache.cache_file()}", flush=True)
