@@ -23,9 +23,10 @@ memory order and whose output index is the output's: ``qq*KB + k`` in channels_l
 program's channels a run), ``k*BQ + qq`` in NCHW (its columns a run). So the A tile is read
 16 bytes at a time by asynchronous copies with no gather and no padding mask (the launcher
 copies the input into zero-bordered rows first, :func:`.staged.to_padded_rows_kernel`: a
-few-channel input is small; an unpadded channels_last input whose rows start 16-byte aligned
-is read in place, a column mask cutting the segments that run past a row's end), each input element is read once per filter row (R times, not
-R*S), and the tensor cores do the rest. A fraction S*C*BQ*KB / (T*BLOCK_NN) of the tensor
+few-channel input is small; an unpadded channels_last input whose rows start 16-byte
+aligned is read in place, a column mask cutting the segments that run past a row's end),
+each input element is read once per filter row (R times, not R*S), and the tensor cores do
+the rest. A fraction S*C*BQ*KB / (T*BLOCK_NN) of the tensor
 work is useful (a third for the seed problem), which the tensor cores can afford.
 
 T depends only on the filter, the column stride and dilation and the tile, so it is
@@ -49,8 +50,7 @@ def conv2d_dense_toeplitz_kernel(
             # or an unpadded channels_last input itself (HP = H, ROW = W*C)
     t_ptr,  # bands [K_BLOCKS, R, T_STEPS*BLOCK_T, BLOCK_NN], contiguous (weights.dense_toeplitz_weight)
     out_ptr, bias_ptr, res_ptr,
-    N, P, Q, K, HP, ROW,  # ROW: the rows' pitch in elements (a multiple of 16 in the copy)
-    ROW_END,  # values of a row that hold data (MASK_COLS: loads past it read zeros)
+    N, P, Q, K, HP, ROW,  # ROW: the rows' pitch in elements (a multiple of 16 in the copy; W*C in place)
     stride_h, dil_h, dil_w,  # the vertical geometry; dil_w for the NaN redo (the band holds it)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
@@ -66,7 +66,7 @@ def conv2d_dense_toeplitz_kernel(
     QQ_MINOR: tl.constexpr,  # GEMM column nn = kk*BLOCK_Q + qq (NCHW output: columns contiguous), else qq*BLOCK_KC + kk
     BLOCK_T: tl.constexpr,  # reduction values per step
     T_STEPS: tl.constexpr,  # steps per filter row: the band's T = T_STEPS * BLOCK_T >= J*C
-    MASK_COLS: tl.constexpr,  # rows read in place: a segment may run past a row's end
+    MASK_COLS: tl.constexpr,  # rows read in place: a segment may run past a row's end (ROW values)
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
     INT64: tl.constexpr,
 ):
@@ -107,7 +107,7 @@ def conv2d_dense_toeplitz_kernel(
         t0 = (step - r * T_STEPS) * BLOCK_T
         a_mask = mask_rows[:, None]
         if MASK_COLS:
-            a_mask = a_mask & (col0 + t0 + offs_t < ROW_END)[None, :]
+            a_mask = a_mask & (col0 + t0 + offs_t < row_len)[None, :]
         a = tl.load(a_ptrs + (r * dil_h * row_len + t0), mask=a_mask, other=0.0)
         b = tl.load(b_ptrs + step * (BLOCK_T * BLOCK_NN))
         acc = dot_acc(a, b, acc, DOT_PRECISION, UPCAST_DOT)

@@ -760,9 +760,10 @@ def launch_dense_toeplitz(
     config: LaunchConfig,
 ):
     """Copy ``x`` into zero-bordered channels_last rows (:func:`to_padded_rows_kernel`, into
-    scratch; not where :func:`reads_rows_in_place`), then run :func:`conv2d_dense_toeplitz_kernel`: programs of ``config.block_m``
-    output rows by ``block_k`` output columns by ``block_n`` output channels. Returns the
-    GEMM's compiled kernel."""
+    scratch; not where :func:`reads_rows_in_place`), then run
+    :func:`conv2d_dense_toeplitz_kernel`: programs of ``config.block_m`` output rows by
+    ``block_k`` output columns by ``block_n`` output channels. Returns the GEMM's compiled
+    kernel."""
     if config.split_k > 1 or config.fuse_sc or config.persistent:
         raise ValueError(f"config {config}: dense_toeplitz has no split-K, fused (s, c) slices or persistent form")
     tiling = dense_toeplitz_tiling(problem, config)
@@ -776,7 +777,8 @@ def launch_dense_toeplitz(
     if reads_rows_in_place(problem, x):
         rows, rows_per_image, pitch = x, problem.h, problem.w * problem.c
     else:
-        rows, rows_per_image, pitch = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device), tiling.rows, tiling.row_len
+        rows = scratch((problem.n, tiling.rows, tiling.row_len), x.dtype, x.device)
+        rows_per_image, pitch = tiling.rows, tiling.row_len
     int64 = needs_int64(problem) or max(rows.numel(), band.numel()) >= INT32_LIMIT
     if rows is not x:
         copy_rows, copy_values = DENSE_TOEPLITZ_COPY_TILE
@@ -787,7 +789,7 @@ def launch_dense_toeplitz(
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (cdiv(problem.n * problem.out_h, config.block_m) * tiling.tiles_q * tiling.k_blocks,)
     return launch(conv2d_dense_toeplitz_kernel, grid,
-        rows, band, *pointers, problem.n, problem.out_h, problem.out_w, problem.k, rows_per_image, pitch, pitch,
+        rows, band, *pointers, problem.n, problem.out_h, problem.out_w, problem.k, rows_per_image, pitch,
         problem.stride[0], problem.dilation[0], problem.dilation[1], *epilogue_strides, problem.r, problem.s,
         C=problem.c, STRIDE_W=problem.stride[1], **epilogue,
         BLOCK_M=config.block_m, BLOCK_Q=tiling.block_q, BLOCK_KC=tiling.block_kc, BLOCK_NN=tiling.block_nn,
