@@ -48,16 +48,17 @@ SM_COUNT_HINT = 132
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
-    'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that merge into a tensor-core tile:
-    'grouped_gemm'. Dense with few channels on both sides: 'dense_toeplitz' ('direct' where
-    it cannot run). Dense with few input
-    channels and enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW
-    rules: 'gemm_1x1_nchw', 'staged_nhwc'. Everything else: 'implicit_gemm'."""
+    'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
+    merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
+    'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and
+    enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
+    'gemm_1x1_nchw', 'staged_nhwc'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
         # kernel won at 14 <= output width <= 28 with small filters (c384 hw14 3x3: 15.7 us
-        # against direct's 44.4); the flat-tile direct kernel won elsewhere (c32 hw112:
-        # 40.9 against 76.8; 31x31: 2294 against 3200).
+        # against direct's 44.4), the flat-tile direct kernel elsewhere (c32 hw112: 40.9
+        # against 76.8; 31x31: 2294 against 3200); since the 2D kernel's taps are unrolled
+        # (session 9) it wins the wider 3x3 outputs too (session 10, below).
         # depthwise_toeplitz (banded GEMMs on the tensor cores, one channel a program) won
         # the 27x27 and 31x31 rows by 3.1x-4.6x over the best CUDA-core kernel (c128 hw56
         # 31x31: 427 us against direct's 1973; cuDNN 8204); it lost at 13x13 on a 7-wide
@@ -286,9 +287,10 @@ def _depthwise_config(problem: ConvProblem) -> LaunchConfig:
 
 def _depthwise_rows_config(problem: ConvProblem) -> LaunchConfig:
     """Strips of block_k output rows x block_m columns x block_n channels, the next input row
-    loaded ahead (num_stages 2). Not measured yet (written without a GPU): NHWC tiles as wide
-    in channels as the 2D kernel's, NCHW tiles wide in columns (the contiguous axis there);
-    tune races it against ``depthwise``."""
+    loaded ahead (num_stages 2): NHWC tiles as wide in channels as the 2D kernel's, NCHW tiles
+    wide in columns (the contiguous axis there). Tune races it against ``depthwise`` and
+    ``direct``; on an H200 (session 10, fp16 NHWC) it won three of the ten 3x3 rows, with
+    tiles of 16x32x8, 8x64x16 and 8x128x8 (8 warps), never by more than 10%."""
     if INTERPRET:
         return LaunchConfig(block_m=_pow2_between(problem.out_w, 4, 16), block_n=_pow2_between(problem.k, 4, 16),
                             block_k=4, num_warps=1, num_stages=2)
