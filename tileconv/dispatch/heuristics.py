@@ -290,7 +290,7 @@ def _depthwise_rows_config(problem: ConvProblem) -> LaunchConfig:
     loaded ahead (num_stages 2): NHWC tiles as wide in channels as the 2D kernel's, NCHW tiles
     wide in columns (the contiguous axis there). Tune races it against ``depthwise`` and
     ``direct``; on an H200 (session 10, fp16 NHWC) it won three of the ten 3x3 rows, with
-    tiles of 16x32x8, 8x64x16 and 8x128x8 (8 warps), never by more than 10%."""
+    tiles of 16x32x8, 8x64x16 and 8x128x8 (8 warps), by 1-6% in benchmarks/probe.py rows."""
     if INTERPRET:
         return LaunchConfig(block_m=_pow2_between(problem.out_w, 4, 16), block_n=_pow2_between(problem.k, 4, 16),
                             block_k=4, num_warps=1, num_stages=2)
