@@ -39,6 +39,12 @@ save() {
     cp /tmp/tileconv-cache/tuning-v1.json "$R/tuning-cache.json" 2>/dev/null
     (cd "$R" && tar czf "$OUT/results.tgz" .)
 }
+# Issue 5's seed003 row in fp16 channels_last and strict fp32 NCHW (the tuning cache, if any, decides).
+seed003_rows() {
+    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
+    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
+        --json "$R/seed003-float32-nchw.json"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee -a "$L"
 
 case "${1:-}" in
@@ -167,7 +173,7 @@ r50)
     ;;
 direct)
     # The suites of issue 5 (depthwise, grouped, seed003): fp16 NHWC, then seed003 in fp32
-    # NCHW too (seed003 untuned: the heuristics' direct kernel).
+    # NCHW too (seed003 untuned: the heuristics' kernel).
     TAILN=3 step dw-heuristics 90 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json"
     save
     TAILN=2 step tune-direct 200 python -m tileconv tune --suite depthwise
@@ -175,9 +181,7 @@ direct)
     save
     TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
     TAILN=3 step grouped 60 python -m tileconv bench --suite grouped --json "$R/grouped.json"
-    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
-    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
-        --json "$R/seed003-float32-nchw.json"
+    seed003_rows
     save
     for case in ${NCU:-}; do  # "_" stands for a space: NCU="hw56/1 dw7x7_c96"
         case=${case//_/ }
@@ -204,9 +208,7 @@ banded-record)
     TAILN=2 step tune-seed 60 python -m tileconv tune --suite seed
     TAILN=2 step tune-seed-fp32 60 python -m tileconv tune --suite seed --dtype float32 --layout nchw
     save
-    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
-    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
-        --json "$R/seed003-float32-nchw.json"
+    seed003_rows
     save
     TAILN=2 step tune-depthwise 200 python -m tileconv tune --suite depthwise
     TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
@@ -223,9 +225,7 @@ rows)
     TAILN=2 step tune-depthwise 150 python -m tileconv tune --suite depthwise
     save
     TAILN=3 step depthwise 90 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
-    TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
-    TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
-        --json "$R/seed003-float32-nchw.json"
+    seed003_rows
     save
     TAILN=60 step probe-rows 180 python benchmarks/probe.py rows
     save

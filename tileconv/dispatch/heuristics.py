@@ -11,12 +11,13 @@ from dataclasses import replace
 
 import triton
 
-from .._runtime import INTERPRET, pow2_at_least
+from .._runtime import INTERPRET
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
+    MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
-    columns_read,
+    dense_toeplitz_tiling,
     dense_toeplitz_unsupported_reason,
     depthwise_plane_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
@@ -340,8 +341,12 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
     aligned = 16 // math.gcd(16, per_column)  # the fewest columns that keep segments 16-byte aligned
     widest = 64 if problem.itemsize == 2 else 32
     block_q = max(aligned, 1 << ((widest // block_kc).bit_length() - 1))
-    while block_q > 1 and (block_q * block_kc > 256 or
-                           columns_read(problem, block_q) * problem.c > MAX_DENSE_TOEPLITZ_VALUES):
+
+    def tiling(columns: int):  # the launcher's own sizes for a tile of these columns
+        return dense_toeplitz_tiling(problem, LaunchConfig(block_m=16, block_n=block_kc, block_k=columns))
+
+    while block_q > 1 and (tiling(block_q).block_nn > MAX_DENSE_TOEPLITZ_COLUMNS
+                           or tiling(block_q).span * problem.c > MAX_DENSE_TOEPLITZ_VALUES):
         block_q //= 2
     if INTERPRET:
         return LaunchConfig(block_m=16, block_n=min(block_kc, 8), block_k=min(block_q, 4), num_warps=1, num_stages=1)
@@ -349,7 +354,7 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
     # stem's 32 channels x 4 columns). With 64 a thread (128 rows x 64 on 4 warps) an sm_90
     # compile of the seed's tile took all 255 registers (the epilogue's address tiles); with 32, 124.
     rows, num_warps = (64, 4) if problem.itemsize == 2 else (128, 8)
-    block_nn = pow2_at_least(block_q * block_kc, 16)
+    block_nn = tiling(block_q).block_nn
     while rows * block_nn > MAX_BANDED_ACCUMULATORS * 32 * num_warps:
         if num_warps < 8:
             num_warps *= 2

@@ -34,15 +34,6 @@ from .common import store_output_tile
 
 
 @triton.jit
-def _row_taps(x_row, x_cols0, x_cols1, x_cols2, ok0, ok1, ok2, x_chan, mask_k):
-    """The three column-shifted [BLOCK_Q, BLOCK_C] tiles of one input row, as stored."""
-    x0 = tl.load((x_row + x_cols0)[:, None] + x_chan, mask=ok0[:, None] & mask_k[None, :], other=0.0)
-    x1 = tl.load((x_row + x_cols1)[:, None] + x_chan, mask=ok1[:, None] & mask_k[None, :], other=0.0)
-    x2 = tl.load((x_row + x_cols2)[:, None] + x_chan, mask=ok2[:, None] & mask_k[None, :], other=0.0)
-    return x0, x1, x2
-
-
-@triton.jit
 def _filter_row(w_chan, r, stride_wr, stride_ws, mask_k):
     """Filter row r's three weight vectors, as fp32 [1, BLOCK_C]."""
     w_row = w_chan + r * stride_wr
@@ -55,14 +46,17 @@ def _filter_row(w_chan, r, stride_wr, stride_ws, mask_k):
 @triton.jit
 def _input_row(x_img, top, i, H, stride_xh, x_cols0, x_cols1, x_cols2, ok0, ok1, ok2, x_chan, mask_k,
                ROWS: tl.constexpr, INT64: tl.constexpr):
-    """The three tiles of the strip's input row i, input row ``top + i`` (zeros above and
-    below the input, and past the strip's ROWS rows)."""
+    """The three column-shifted [BLOCK_Q, BLOCK_C] tiles of the strip's input row i, input row
+    ``top + i``, as stored (zeros above and below the input, and past the strip's ROWS rows)."""
     ih = top + i
     if INT64:
         ih = ih.to(tl.int64)
     inside = (ih >= 0) & (ih < H) & (i < ROWS)
-    return _row_taps(x_img + ih * stride_xh, x_cols0, x_cols1, x_cols2,
-                     ok0 & inside, ok1 & inside, ok2 & inside, x_chan, mask_k)
+    x_row = x_img + ih * stride_xh
+    x0 = tl.load((x_row + x_cols0)[:, None] + x_chan, mask=(ok0 & inside)[:, None] & mask_k[None, :], other=0.0)
+    x1 = tl.load((x_row + x_cols1)[:, None] + x_chan, mask=(ok1 & inside)[:, None] & mask_k[None, :], other=0.0)
+    x2 = tl.load((x_row + x_cols2)[:, None] + x_chan, mask=(ok2 & inside)[:, None] & mask_k[None, :], other=0.0)
+    return x0, x1, x2
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w"])

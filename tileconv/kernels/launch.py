@@ -745,9 +745,9 @@ def reads_rows_in_place(problem: ConvProblem, x: torch.Tensor) -> bool:
     zero-bordered copy: no padding (the copy's only zeros besides the segments' overrun,
     which the kernel masks), channels_last-contiguous storage (one row a run of W*C values,
     images H rows apart) and rows that start 16 bytes apart (aligned asynchronous copies)."""
-    n, c, h, w = x.shape
-    return (problem.padding == (0, 0) and problem.padding_end == (0, 0) and x.stride() == (h * w * c, 1, w * c, c)
-            and (w * c * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0)
+    return (problem.padding == (0, 0) and problem.padding_end == (0, 0)
+            and x.is_contiguous(memory_format=torch.channels_last)
+            and (problem.w * problem.c * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0)
 
 
 def launch_dense_toeplitz(
