@@ -379,6 +379,35 @@ CONFIG_CASES = [
          algo="tma_rows", config=LaunchConfig(16, 16, 16, 4, 4, 2, persistent=1)),
     Case(1, 12, 3, 7, 24, 1, 1, dtype="tf32", layout="nhwc", residual=True, activation="gelu",
          algo="tma_rows", config=LaunchConfig(16, 16, 16, 4, 4, 2)),
+    # tma_shift (each tap one shifted box of the (N*H*W, C) pixel matrix, rows across a border
+    # zeroed): 16-pixel tiles over 7-wide rows and 2 images (tiles straddle rows and images, the
+    # first taps reach before pixel 0, the last past the end), C = 24 in 16-channel steps (the
+    # tail reads zeros), K = 20 in 16 (tail); the whole epilogue; the persistent form (TMA
+    # store clipped at M and K); dilation 2 with padding 2; an even 'same' filter (1 before, 2
+    # after) in bf16; strict fp32 and TF32; a 1x1 (no shift at all).
+    Case(2, 24, 5, 7, 20, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="tma_shift", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
+    Case(2, 24, 5, 7, 20, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="tma_shift", config=LaunchConfig(32, 16, 16, 2, 4, 2, persistent=1)),
+    Case(1, 16, 6, 6, 16, 3, 3, padding=2, dilation=2, dtype="fp16", layout="nhwc", activation="silu",
+         algo="tma_shift", config=LaunchConfig(64, 16, 16, 8, 4, 3, persistent=1)),
+    Case(2, 16, 4, 5, 8, 4, 4, padding="same", dtype="bf16", layout="nhwc", bias=True,
+         algo="tma_shift", config=LaunchConfig(16, 16, 16, 4, 4, 2)),
+    Case(2, 8, 4, 6, 16, 3, 3, padding=1, dtype="fp32", layout="nhwc", residual=True,
+         algo="tma_shift", config=LaunchConfig(16, 16, 16, 4, 4, 2, persistent=1)),
+    Case(1, 12, 3, 7, 24, 1, 1, dtype="tf32", layout="nhwc", activation="gelu",
+         algo="tma_shift", config=LaunchConfig(16, 16, 16, 4, 4, 2)),
+    # implicit_gemm_ws (Gluon, Hopper only: skipped under the interpreter): M and K tails, a
+    # 5x5 filter, C = 48 in 64-channel steps (halved to 16, whole blocks), stride 2 with uneven
+    # padding, dilation, the whole epilogue, bf16, TF32, 4 and 8 MMA warps, a 1x1, a ring of 2.
+    Case(2, 48, 9, 11, 40, 5, 5, padding=2, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="implicit_gemm_ws", config=LaunchConfig(128, 64, 64, 4, 4, 3)),
+    Case(3, 32, 13, 10, 72, 3, 3, stride=2, padding=(1, 0), dilation=(1, 2), dtype="bf16", layout="nhwc",
+         activation="silu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 32, 8, 8, 4)),
+    Case(2, 16, 7, 7, 24, 3, 3, padding=1, dtype="tf32", layout="nhwc", bias=True,
+         algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
+    Case(2, 64, 5, 6, 128, 1, 1, dtype="fp16", layout="nhwc", residual=True, activation="gelu",
+         algo="implicit_gemm_ws", config=LaunchConfig(128, 256, 64, 8, 8, 3)),
     # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
     Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.
@@ -598,7 +627,16 @@ def test_tap_unrolling_rule_and_its_cases():
     assert {("direct", "filter"), ("direct", "row"), ("depthwise", "filter"), ("depthwise", "row")} <= reached
 
 
-@pytest.mark.parametrize("case", CONFIG_CASES, ids=[c.id for c in CONFIG_CASES])
+def _machine_runs(case: Case) -> list:
+    """Skips a pinned case whose algorithm needs another machine (a Gluon kernel under the
+    interpreter, or on a GPU that is not a Hopper): it is tested where it can run."""
+    if case.algo != "implicit_gemm_ws":
+        return []
+    reason = tileconv.ALGORITHMS[case.algo].unsupported_reason(case.meta_problem())
+    return [pytest.mark.skip(reason=reason)] if reason and ("interpreter" in reason or "sm_90" in reason) else []
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=_machine_runs(c), id=c.id) for c in CONFIG_CASES])
 def test_pinned_launch_config(case: Case, device: str, seed: int, allow_tf32):
     assert case.is_valid(), f"{case.id}: {case.algo} does not compute this problem"
     check_case(case, device, seed)

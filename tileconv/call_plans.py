@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import torch
 from triton import knobs
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._runtime import INTERPRET
@@ -219,7 +220,7 @@ class _Step:
             if isinstance(value, torch.Tensor):
                 self.pointer_slots.append((position, slot_of(value)))
                 self.template[position] = None
-            elif isinstance(value, TensorDescriptor):
+            elif isinstance(value, (TensorDescriptor, GluonTensorDescriptor)):
                 # The descriptor views one of the call's tensors (x as an (N*H*W, C) matrix):
                 # same start address, shape and strides fixed by the plan's key.
                 # Only its layout is kept: the recorded descriptor's base would keep the input alive.

@@ -6,6 +6,11 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
 - ``tma_rows`` (:mod:`.implicit_gemm_tma`): stride-1 NHWC convolutions, each tile a segment
   of an output row, both operands by TMA (the padding halo is the copy engine's zero fill).
+- ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM
+  warp-specialized, a loader warpgroup gathering tiles into a shared-memory ring for the
+  MMA warps, one program an SM.
+- ``tma_shift`` (:mod:`.tma_shift`): stride-1 "same" NHWC convolutions, each tap's A tile a
+  shifted box of the input's pixel matrix by TMA (any row width), the padding a row mask.
 - ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
@@ -62,6 +67,7 @@ from .launch import (
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     im2row_unsupported_reason,
+    implicit_gemm_ws_unsupported_reason,
     launch_dense_toeplitz,
     launch_depthwise,
     launch_depthwise_plane,
@@ -73,10 +79,13 @@ from .launch import (
     launch_grouped_gemm,
     launch_im2row,
     launch_implicit_gemm,
+    launch_implicit_gemm_ws,
     launch_staged_nhwc,
     launch_tma_rows,
+    launch_tma_shift,
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
+    tma_shift_unsupported_reason,
 )
 
 Launcher = Callable[..., None]
@@ -115,6 +124,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         launch_implicit_gemm,
         _always,
     ),
+    "implicit_gemm_ws": Algorithm(
+        "implicit_gemm_ws",
+        "Hopper implicit GEMM, warp-specialized (Gluon): loader warps gather into a ring, MMA warps consume it",
+        launch_implicit_gemm_ws,
+        implicit_gemm_ws_unsupported_reason,
+    ),
     "gemm_1x1": Algorithm(
         "gemm_1x1",
         "1x1 stride-1 NHWC convolution as a GEMM fed by bulk tensor copies (TMA)",
@@ -126,6 +141,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "stride-1 NHWC implicit GEMM over output-row segments, both operands by bulk tensor copies (TMA)",
         launch_tma_rows,
         tma_rows_unsupported_reason,
+    ),
+    "tma_shift": Algorithm(
+        "tma_shift",
+        "stride-1 same-size NHWC implicit GEMM, each tap a shifted bulk copy (TMA) of the pixel matrix, borders masked",
+        launch_tma_shift,
+        tma_shift_unsupported_reason,
     ),
     "gemm_1x1_nchw": Algorithm(
         "gemm_1x1_nchw",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import INT32_LIMIT, cdiv, kernel_strides, pow2_at_least, sm_count
+from .._runtime import INT32_LIMIT, INTERPRET, cdiv, kernel_strides, pow2_at_least, sm_count
 from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
@@ -28,7 +28,9 @@ from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
+from .implicit_gemm_ws import conv2d_implicit_gemm_ws_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
+from .tma_shift import conv2d_tma_shift_kernel, conv2d_tma_shift_persistent_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
@@ -239,6 +241,142 @@ def launch_tma_rows(
                       x_desc, w_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], problem.r, problem.s,
                       **constexprs)
     return launch(conv2d_tma_rows_kernel, (tiles,),
+                  x_desc, w_desc, *pointers, *sizes, *epilogue_strides, problem.r, problem.s, **constexprs)
+
+
+# implicit_gemm_ws's loader partition: one warpgroup, enough registers for its pointer tiles.
+WS_LOADER_WARPS = 4
+WS_LOADER_REGS = 96
+# Registers a thread the kernel is launched with, by the MMA partition's warps (the loader's
+# warpgroup comes on top): the whole register file over all warps, so that the compiler's
+# register reallocation between the partitions has the file to share out.
+WS_MAX_REGS = {4: 256, 8: 168}
+
+
+def _is_hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+
+
+def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_implicit_gemm_ws` cannot run ``problem`` (None if it can)."""
+    if INTERPRET:
+        return "it is a Gluon kernel for Hopper (warp specialization): it does not run under Triton's interpreter"
+    if not _is_hopper():
+        return "it is a Gluon kernel for Hopper (wgmma, TMA, warp specialization): it needs an sm_90 GPU"
+    if problem.groups != 1:
+        return "it needs groups=1"
+    if problem.layout != "nhwc":
+        return "its loader gathers 16-byte channel segments: it needs channels_last"
+    if problem.dtype == torch.float32 and not problem.allow_tf32:
+        return "its wgmma multiplies float32 as TF32: strict float32 (allow_tf32 off) is not its"
+    if problem.c % (32 // problem.itemsize):
+        return f"its reduction steps are whole channel blocks: it needs C a multiple of {32 // problem.itemsize}"
+    return None
+
+
+def ws_block_k(problem: ConvProblem, block_k: int) -> int:
+    """implicit_gemm_ws's channel block: ``block_k`` halved until it divides C (a reduction step
+    never straddles two filter taps); at least 32 bytes of channels."""
+    while problem.c % block_k:
+        block_k //= 2
+    return block_k
+
+
+def launch_implicit_gemm_ws(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_implicit_gemm_ws_kernel`: one program an SM, a loader warpgroup
+    gathering the input tiles (cp.async) and copying the weight tiles (TMA) into a ring of
+    ``config.num_stages`` stages, ``config.num_warps`` MMA warps consuming it. An input whose
+    channels are not contiguous or whose pixel strides are not multiples of 16 bytes (a sliced
+    view) runs on the implicit GEMM instead, with the same result."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: implicit_gemm_ws has no split-K (use implicit_gemm)")
+    if config.num_warps not in WS_MAX_REGS:
+        raise ValueError(f"config num_warps={config.num_warps}: implicit_gemm_ws runs 4 or 8 MMA warps")
+    block_k = ws_block_k(problem, config.block_k)
+    w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
+    vec = 16 // problem.itemsize
+    if not (x.stride(1) == 1 and x.data_ptr() % 16 == 0 and all(x.stride(d) % vec == 0 for d in (0, 2, 3))
+            and _describable(w2d, problem.itemsize)):
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+    gl_dtype = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}[problem.dtype]
+    w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], gl_dtype)
+    w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
+    return launch(conv2d_implicit_gemm_ws_kernel, (min(tiles, sm_count(out.device)),),
+                  x, w_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
+                  problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
+                  problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
+                  *epilogue_strides, problem.r, problem.s, **epilogue,
+                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
+                  STAGES=config.num_stages, LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS,
+                  MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
+                  INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
+
+
+def tma_shift_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_tma_shift` cannot run ``problem`` (None if it can)."""
+    if problem.stride != (1, 1) or (problem.out_h, problem.out_w) != (problem.h, problem.w):
+        return "its taps are shifts of the pixel matrix only when the output keeps the input's size at stride 1"
+    if problem.groups != 1:
+        return "it needs groups=1 (a group's channel tail would read the next group's channels)"
+    if problem.layout != "nhwc":
+        return "it reads the input as an (N*H*W, C) matrix: it needs channels_last"
+    if (problem.c * problem.itemsize) % 16:
+        return "bulk tensor copies need rows of a multiple of 16 bytes (C * itemsize)"
+    # The farthest shift of a tap, in pixel rows; the copy engine's coordinates are 32-bit.
+    reach = max(problem.padding[0], problem.padding_end[0]) * problem.w + max(problem.padding[1], problem.padding_end[1])
+    if problem.gemm_m + reach >= INT32_LIMIT:
+        return "its shifted pixel rows would pass the copy engine's 32-bit coordinates"
+    return None
+
+
+def launch_tma_shift(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_tma_shift_kernel`: each program ``config.block_m`` consecutive output
+    pixels, each tap's A tile one shifted box of the input's (N*H*W, C) matrix; with
+    ``config.persistent`` and a channels_last output, :func:`conv2d_tma_shift_persistent_kernel`
+    on one program an SM. A tensor the copy engine cannot describe (a sliced view) runs on the
+    implicit GEMM instead, with the same result."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: tma_shift has no split-K (use implicit_gemm)")
+    w3d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s, problem.c)
+    x2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
+    if not (x.is_contiguous(memory_format=torch.channels_last) and _describable(x2d, problem.itemsize)
+            and _describable(w3d, problem.itemsize)):
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+    x_desc = TensorDescriptor.from_tensor(x2d, [config.block_m, config.block_k])
+    w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
+    pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
+    sizes = [problem.gemm_m, problem.h, problem.w, problem.k, problem.c,
+             problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
+    tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
+    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
+    out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if channels_last else None
+    if config.persistent and out2d is not None and _describable(out2d, problem.itemsize):
+        out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
+        return launch(conv2d_tma_shift_persistent_kernel, (min(tiles, sm_count(out.device)),),
+                      x_desc, w_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], problem.r, problem.s,
+                      **constexprs)
+    return launch(conv2d_tma_shift_kernel, (tiles,),
                   x_desc, w_desc, *pointers, *sizes, *epilogue_strides, problem.r, problem.s, **constexprs)
 
 

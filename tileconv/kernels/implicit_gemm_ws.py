@@ -1,0 +1,206 @@
+"""Hopper implicit GEMM with warp specialization (Gluon): loader warps gather, MMA warps multiply.
+
+The Triton implicit GEMM (:mod:`.implicit_gemm`) has every warp do everything in turn: compute
+the A tile's gather addresses and masks, issue its cp.async copies, wait, issue the wgmma
+steps, wait. On Hopper that kernel is latency-bound (Nsight Compute, sixth session: one CTA
+an SM, issue slots 32% busy): the address work of the next step and the MMA of this one
+share the same instruction streams. This kernel splits them, as cuDNN's and CUTLASS's Hopper
+convolutions do:
+
+- a **loader partition** (``LOADER_WARPS`` warps, few registers) walks the same tiles and
+  reduction steps and, for each step, waits for a free stage of the shared-memory ring,
+  gathers the A tile (BLOCK_M output pixels x BLOCK_K channels of one filter tap: 16-byte
+  cp.async copies, zero-filled outside the image, the padding) and copies the weight tile
+  by TMA (a 2D box of the (K, R*S*C) weight matrix). Each loader thread signals the stage's
+  mbarrier when its copies land (``cp.async.mbarrier.arrive.noinc``), the TMA its bytes.
+- the **MMA partition** (the default one, ``num_warps`` warps: one or two warpgroups) waits
+  for each stage, issues the asynchronous wgmma with both operands in shared memory, keeps
+  one in flight, frees the stage before it, and runs the fused epilogue at the end of each
+  tile while the loader is already filling the ring with the next tile's operands.
+
+The grid is persistent (one program an SM), the tiles in grouped order. Gluon kernels compile
+only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
+``implicit_gemm_ws_unsupported_reason`` says so) and its tests run on the GPU; CI compiles it
+for sm_90 (``benchmarks/sass.py``).
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from .common import apply_activation
+
+
+@gluon.jit
+def _tile_of(tile, num_m, num_n, GROUP_M: gl.constexpr):
+    """Grouped tile order (:func:`.common.swizzle_tile`'s): GROUP_M row tiles share each
+    column sweep, so that the weight tiles they read stay in L2."""
+    width = GROUP_M * num_n
+    group = tile // width
+    first_m = group * GROUP_M
+    size_m = gl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (tile % width) % size_m
+    pid_n = (tile % width) // size_m
+    return pid_m, pid_n
+
+
+@gluon.jit
+def _loader_partition(
+    x_ptr, w_desc, a_bufs, b_bufs, ready, empty,
+    M, H, W, C, K, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S,
+    stride_xn, stride_xh, stride_xw,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    VEC: gl.constexpr, LOADER_WARPS: gl.constexpr, INT64: gl.constexpr,
+):
+    """Fill the ring: for every tile and reduction step of this program, one stage."""
+    TPW_K: gl.constexpr = BLOCK_K // VEC  # threads along a row of the A tile, VEC channels (16 bytes) each
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_K, TPW_K], [LOADER_WARPS, 1], [1, 0])
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    num_m = gl.cdiv(M, BLOCK_M)
+    num_n = gl.cdiv(K, BLOCK_N)
+    c_blocks = C // BLOCK_K
+    offs_c = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, layout))
+    it = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
+        if INT64:
+            offs_m = offs_m.to(gl.int64)
+        rows = offs_m // Q
+        q = offs_m - rows * Q
+        n = rows // P
+        p = rows - n * P
+        ih0 = p * stride_h - pad_h
+        iw0 = q * stride_w - pad_w
+        base = n * stride_xn + ih0 * stride_xh + iw0 * stride_xw
+        in_m = offs_m < M
+        for step in range(R * S * c_blocks):
+            tap = step // c_blocks
+            c0 = (step - tap * c_blocks) * BLOCK_K
+            r = tap // S
+            s = tap - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            inside = in_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            # Every row starts 16 bytes aligned (C and the strides are multiples of VEC: the launcher's condition).
+            row_offs = gl.multiple_of(base + (r * dil_h * stride_xh + s * dil_w * stride_xw + c0), VEC)
+            ptrs = x_ptr + row_offs[:, None] + offs_c[None, :]
+            stage = it % STAGES
+            mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
+            bar = ready.index(stage)
+            mbarrier.expect(bar, w_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, tap * C + c0], bar, b_bufs.index(stage))
+            async_copy.async_copy_global_to_shared(a_bufs.index(stage), ptrs, mask=inside[:, None])
+            async_copy.mbarrier_arrive(bar, increment_count=False)
+            it += 1
+
+
+@gluon.jit
+def _mma_partition(
+    a_bufs, b_bufs, ready, empty,
+    out_ptr, bias_ptr, res_ptr,
+    M, C, K, P, Q, R, S,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
+):
+    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue."""
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                        instr_shape=[16, BLOCK_N, MMA_K])
+    # The epilogue's layout: each thread 8 consecutive output channels (16-byte fp16 stores).
+    out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
+    num_m = gl.cdiv(M, BLOCK_M)
+    num_n = gl.cdiv(K, BLOCK_N)
+    steps = R * S * (C // BLOCK_K)
+    it = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP_M)
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+        for step in range(steps):
+            stage = it % STAGES
+            mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
+            fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
+            # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
+            # not this kernel's: the launcher's condition).
+            acc = warpgroup_mma(a_bufs.index(stage), b_bufs.index(stage).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            # The previous step's wgmma has finished reading its stage: hand it back.
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > 0)
+            it += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
+
+        out = gl.convert_layout(acc, out_layout)
+        offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
+        offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
+        if INT64:
+            offs_m = offs_m.to(gl.int64)
+        rows = offs_m // Q
+        q = offs_m - rows * Q
+        n = rows // P
+        p = rows - n * P
+        in_k = offs_k < K
+        mask = (offs_m < M)[:, None] & in_k[None, :]
+        if HAS_BIAS:
+            out += gl.load(bias_ptr + offs_k, mask=in_k, other=0.0).to(gl.float32)[None, :]
+        if HAS_RESIDUAL:
+            res_offs = (n * stride_rn + p * stride_rp + q * stride_rq)[:, None] + (offs_k * stride_rk)[None, :]
+            out += gl.load(res_ptr + res_offs, mask=mask, other=0.0).to(gl.float32)
+        out = apply_activation(out, ACTIVATION, alpha, beta)
+        out_offs = (n * stride_on + p * stride_op + q * stride_oq)[:, None] + (offs_k * stride_ok)[None, :]
+        gl.store(out_ptr + out_offs, out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@gluon.jit
+def conv2d_implicit_gemm_ws_kernel(
+    x_ptr,  # input, any strides with channels contiguous (channels_last)
+    w_desc,  # TensorDescriptor over the weight as (K, R*S*C) ((r, s, c) order), block (BLOCK_N, BLOCK_K)
+    out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
+    M, H, W, C, K, P, Q,  # M = N*P*Q output pixels
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_xn, stride_xh, stride_xw,  # the input's strides (its channel stride is 1)
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    R, S,
+    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    STAGES: gl.constexpr,  # depth of the shared-memory ring
+    LOADER_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,  # the loader partition's warps and registers
+    MMA_K: gl.constexpr,  # wgmma's depth: 8 for float32 (TF32), 16 for 16-bit types
+    NUM_WARPS: gl.constexpr,  # the MMA partition's warps (the kernel's num_warps)
+    INT64: gl.constexpr,
+):
+    dtype: gl.constexpr = w_desc.dtype
+    VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
+    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], dtype)
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        # Ready: every loader thread's cp.async arrival, plus the TMA's byte count (one arrival).
+        mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + 1)
+        mbarrier.init(empty.index(i), count=1)
+
+    gl.warp_specialize([
+        (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+                          stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                          alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                          MMA_K, NUM_WARPS, INT64)),
+        (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
+                             stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S,
+                             stride_xn, stride_xh, stride_xw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                             VEC, LOADER_WARPS, INT64)),
+    ], [LOADER_WARPS], [LOADER_REGS])
