@@ -12,6 +12,9 @@
 #   bash benchmarks/record.sh tma        tma_rows: its GPU tests, then seed and vae fp16 NHWC (heuristics, tuned)
 #                                        and seed TF32 NHWC, tuned
 #   bash benchmarks/record.sh r50        resnet50 fp16 NHWC (heuristics, then tuned) and TF32 NHWC tuned
+#   bash benchmarks/record.sh ws         implicit_gemm_ws: its GPU tests, then resnet50 and seed fp16 NHWC
+#                                        (heuristics, then tuned)
+#   bash benchmarks/record.sh ws-tf32    resnet50 and seed TF32 NHWC, heuristics then tuned
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
 #                                        Nsight Compute on the depthwise rows whose name contains case)
 #   bash benchmarks/record.sh banded     dense_toeplitz and depthwise_plane: their GPU tests, benchmarks/probe.py
@@ -169,6 +172,40 @@ r50)
     save
     TAILN=2 step tune-r50-tf32 120 python -m tileconv tune --suite resnet50 --dtype tf32
     TAILN=3 step r50-tf32 60 python -m tileconv bench --suite resnet50 --dtype tf32 --json "$R/resnet50-tf32-nhwc.json"
+    save
+    ;;
+ws)
+    # The warp-specialized Gluon implicit GEMM (issue 4's seed000 and resnet50 rows).
+    TAILN=6 step tests-ws 200 python -m pytest -q -p no:cacheprovider -n 8 \
+        -k "${TESTS:-implicit_gemm_ws or replayed or forward_launchers or hopper or candidates}" \
+        tests/test_conv2d.py tests/test_call_plans.py tests/test_tuning.py
+    for suite in resnet50 seed; do
+        TAILN=3 step "$suite-heuristics" 60 python -m tileconv bench --suite $suite \
+            --json "$R/$suite-float16-nhwc-heuristics.json"
+    done
+    save
+    TAILN=2 step tune-r50 120 python -m tileconv tune --suite resnet50
+    TAILN=2 step tune-seed 90 python -m tileconv tune --suite seed
+    save
+    for suite in resnet50 seed; do
+        TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
+            --plot "$R/$suite-float16-nhwc.png"
+    done
+    save
+    ;;
+ws-tf32)
+    for suite in resnet50 seed; do
+        TAILN=3 step "$suite-tf32-heuristics" 60 python -m tileconv bench --suite $suite --dtype tf32 \
+            --json "$R/$suite-tf32-nhwc-heuristics.json"
+    done
+    save
+    TAILN=2 step tune-r50-tf32 150 python -m tileconv tune --suite resnet50 --dtype tf32
+    TAILN=2 step tune-seed-tf32 90 python -m tileconv tune --suite seed --dtype tf32
+    save
+    for suite in resnet50 seed; do
+        TAILN=3 step "$suite-tf32" 60 python -m tileconv bench --suite $suite --dtype tf32 \
+            --json "$R/$suite-tf32-nhwc.json"
+    done
     save
     ;;
 direct)

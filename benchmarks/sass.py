@@ -28,6 +28,8 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
+from triton.experimental.gluon._runtime import GluonASTSource  # noqa: E402
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 import tileconv.kernels.launch as launch  # noqa: E402
@@ -39,7 +41,7 @@ from tileconv.testing import random_inputs  # noqa: E402
 TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
-KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_tma_shift_kernel", "conv2d_tma_shift_persistent_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel")
 
@@ -58,7 +60,7 @@ class _Recorder:
 
 def _specialise(kernel, args, kwargs):
     names = kernel.arg_names
-    options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages") if k in kwargs}
+    options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages", "maxnreg") if k in kwargs}
     values = dict(zip(names[: len(args)], args, strict=True))
     values.update(kwargs)
     skip = {names[i] if isinstance(i, int) else i for i in (kernel.do_not_specialize or ())}
@@ -69,6 +71,8 @@ def _specialise(kernel, args, kwargs):
         value = values[name]
         if name in kwargs and not isinstance(value, (torch.Tensor, TensorDescriptor)):
             signature[name], constexprs[(index,)] = "constexpr", value
+        elif isinstance(value, GluonTensorDescriptor):  # its shared-memory layout is part of the type
+            signature[name] = f"tensordesc<{TYPES[value.base.dtype]}{list(value.block_shape)},{value.layout!r}>"
         elif isinstance(value, TensorDescriptor):
             signature[name] = f"tensordesc<{TYPES[value.base.dtype]}{list(value.block_shape)}>"
         elif isinstance(value, torch.Tensor):
@@ -86,7 +90,8 @@ def _specialise(kernel, args, kwargs):
             signature[name] = "i32" if abs(value) < 2**31 else "i64"
             if value % 16 == 0:
                 attrs[(index,)] = [["tt.divisibility", 16]]
-    return ASTSource(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs), options
+    source = GluonASTSource if kernel.is_gluon() else ASTSource
+    return source(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs), options
 
 
 def _sass_counts(cubin: bytes) -> dict[str, int]:
@@ -235,6 +240,8 @@ CASES = [
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
     ("tma_rows", "vae c512 hw128 k512"),
+    ("implicit_gemm_ws", "seed000"),  # Gluon: warp-specialized, cp.async + TMA into an mbarrier ring
+    ("implicit_gemm_ws", "r50 c256 hw56 k512 1x1/2"),
     ("dense_toeplitz", "seed003"),
     ("depthwise_plane", "replknet dw13x13 c1024 hw7"),  # several channels a program: batched mma.sync
 ]
@@ -243,6 +250,7 @@ CASES = [
 INT64_CASES = [
     ("implicit_gemm", "r50 c64 hw56 k64 3x3/1"),
     ("tma_rows", "vae c512 hw128 k512"),
+    ("implicit_gemm_ws", "seed000"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),

@@ -358,6 +358,34 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     return list(dict.fromkeys(fitted))
 
 
+# implicit_gemm_ws (block_m, block_n, num_warps, num_stages): session 11's probe winners first.
+_WS_BASE: tuple[tuple[int, int, int, int], ...] = (
+    (128, 256, 8, 4), (128, 128, 4, 4), (64, 128, 4, 5), (128, 128, 8, 4), (128, 256, 8, 3), (128, 64, 4, 5),
+)
+
+
+def ws_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
+    """Bytes of implicit_gemm_ws's operand ring."""
+    return config.num_stages * (config.block_m + config.block_n) * config.block_k * problem.itemsize
+
+
+def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated implicit_gemm_ws configs: ``block_n`` no wider than K (at least
+    64, the epilogue's row of 8 threads x 8 channels), stages dropped until the ring fits."""
+    limits = limits or DeviceLimits()
+    start = default_config(problem, "implicit_gemm_ws")
+    fitted = []
+    for block_m, block_n, num_warps, stages in ((start.block_m, start.block_n, start.num_warps, start.num_stages),
+                                                *_WS_BASE):
+        config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(problem.k, 64)),
+                         num_warps=num_warps, num_stages=stages)
+        while config.num_stages > 2 and ws_shared_memory(problem, config) > limits.bulk_copy_budget:
+            config = replace(config, num_stages=config.num_stages - 1)
+        if ws_shared_memory(problem, config) <= limits.bulk_copy_budget:
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 # --------------------------------------------------------------------- CUDA-core kernels
 def _fits_registers(block_m: int, block_n: int, num_warps: int) -> bool:
     return block_m * block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * num_warps
@@ -544,6 +572,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1": gemm_1x1_candidates,
     "gemm_1x1_nchw": gemm_1x1_nchw_candidates,
     "tma_rows": tma_rows_candidates,
+    "implicit_gemm_ws": implicit_gemm_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "im2row": im2row_candidates,
     "staged_nhwc": staged_nhwc_candidates,

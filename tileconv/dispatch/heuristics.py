@@ -25,6 +25,7 @@ from ..kernels.launch import (
     gemm_1x1_unsupported_reason,
     group_pack_factor,
     im2row_unsupported_reason,
+    implicit_gemm_ws_unsupported_reason,
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
     toeplitz_reach,
@@ -53,7 +54,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
     'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
-    'gemm_1x1_nchw', 'staged_nhwc'. Everything else: 'implicit_gemm'."""
+    'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, narrow outputs and strided 1x1 filters:
+    'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
         # kernel won at 14 <= output width <= 28 with small filters (c384 hw14 3x3: 15.7 us
@@ -95,6 +97,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
         return "im2row"
+    if ws_pays(problem):
+        return "implicit_gemm_ws"
     if tma_rows_fits(problem):
         return "tma_rows"
     if nchw_gemm_fits(problem):
@@ -110,6 +114,46 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if gemm_1x1_unsupported_reason(problem) is None and (problem.itemsize == 2 or problem.allow_tf32):
         return "gemm_1x1"
     return "implicit_gemm"
+
+
+# implicit_gemm_ws (warp-specialized, Gluon) against the heuristics' kernel, H200, batch 32,
+# NHWC (2026-11-23 session 11, benchmarks/probe.py ws, cuDNN beside it). fp16: seed000 (14 wide)
+# 182.6 us against the implicit GEMM's 236.5 (cuDNN 173.6); ResNet-50 3x3/1 at 7 wide 32.7
+# against 35.6, 14 wide 29.3 against 29.9, 28 wide 28.4 against 27.9, 56 wide 36.5 against
+# 34.2; 3x3/2 to 14 wide 27.0 against 30.0, to 28 wide 29.9 against 29.3; 1x1/2 to 28 wide
+# 24.6 against 31.6; 1x1/1 c2048 at 7 wide 15.1 against gemm_1x1's 17.9; it lost the wide rows
+# (seed001 hw128 80.7 against tma_rows's 66.3, the VAE's 46.3 against 36.0). TF32: seed000 353.8
+# against 480.1, 7 wide 60.3 against 79.7, 14 wide 49.5 against 53.2, 3x3/2 to 14 wide 49.0
+# against 54.4, c2048 1x1 at 7 wide 26.7 against 30.3; it lost at 28 and 56 wide.
+WS_MAX_WIDTH = 14
+
+
+def ws_pays(problem: ConvProblem) -> bool:
+    """Whether ``problem`` should run on ``implicit_gemm_ws`` (a Hopper GPU, outside the
+    interpreter): outputs at most :data:`WS_MAX_WIDTH` wide (1x1 stride-1 filters only at 7
+    wide and under, the one such row measured), and 16-bit strided 1x1 filters."""
+    if implicit_gemm_ws_unsupported_reason(problem) is not None:
+        return False
+    one_by_one = problem.r * problem.s == 1
+    if one_by_one and problem.stride == (1, 1):
+        return problem.out_w <= WS_MAX_WIDTH // 2
+    return problem.out_w <= WS_MAX_WIDTH or (one_by_one and problem.itemsize == 2)
+
+
+def _ws_config(problem: ConvProblem) -> LaunchConfig:
+    """implicit_gemm_ws's tile, from the probe above: 128x256 on 8 warps where there are at
+    least two waves of them (seed000, the 1x1/2 rows), 64x128 on 4 warps and a 5-deep ring
+    where 128x128 tiles would not fill half the SMs (the 7-wide rows), else 128x128 on 4
+    warps, 4 stages. Channel blocks of 64 (16-bit) or 32 (float32), halved by the launcher
+    until they divide C."""
+    block_k = 64 if problem.itemsize == 2 else 32
+    tiles_128 = triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.k, 128)
+    if problem.k >= 256 and triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.k, 256) >= 2 * SM_COUNT_HINT:
+        return LaunchConfig(block_m=128, block_n=256, block_k=block_k, num_warps=8,
+                            num_stages=4 if problem.itemsize == 2 else 3)
+    if tiles_128 < SM_COUNT_HINT // 2:
+        return LaunchConfig(block_m=64, block_n=128, block_k=block_k, num_warps=4, num_stages=5)
+    return LaunchConfig(block_m=128, block_n=128, block_k=block_k, num_warps=4, num_stages=4)
 
 
 # tma_rows tiles output rows in segments of 64 or 128 pixels: rows narrower than that waste
@@ -211,6 +255,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_toeplitz_config(problem)
     if algorithm == "tma_rows":
         return _tma_rows_config(problem)
+    if algorithm == "implicit_gemm_ws":
+        return _ws_config(problem)
     if algorithm == "dense_toeplitz":
         return _dense_toeplitz_config(problem)
     if algorithm == "depthwise_plane":

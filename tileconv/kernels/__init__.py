@@ -9,8 +9,6 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM
   warp-specialized, a loader warpgroup gathering tiles into a shared-memory ring for the
   MMA warps, one program an SM.
-- ``tma_shift`` (:mod:`.tma_shift`): stride-1 "same" NHWC convolutions, each tap's A tile a
-  shifted box of the input's pixel matrix by TMA (any row width), the padding a row mask.
 - ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
@@ -82,10 +80,8 @@ from .launch import (
     launch_implicit_gemm_ws,
     launch_staged_nhwc,
     launch_tma_rows,
-    launch_tma_shift,
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
-    tma_shift_unsupported_reason,
 )
 
 Launcher = Callable[..., None]
@@ -141,12 +137,6 @@ ALGORITHMS: dict[str, Algorithm] = {
         "stride-1 NHWC implicit GEMM over output-row segments, both operands by bulk tensor copies (TMA)",
         launch_tma_rows,
         tma_rows_unsupported_reason,
-    ),
-    "tma_shift": Algorithm(
-        "tma_shift",
-        "stride-1 same-size NHWC implicit GEMM, each tap a shifted bulk copy (TMA) of the pixel matrix, borders masked",
-        launch_tma_shift,
-        tma_shift_unsupported_reason,
     ),
     "gemm_1x1_nchw": Algorithm(
         "gemm_1x1_nchw",

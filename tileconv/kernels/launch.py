@@ -30,7 +30,6 @@ from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
 from .implicit_gemm_ws import conv2d_implicit_gemm_ws_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
-from .tma_shift import conv2d_tma_shift_kernel, conv2d_tma_shift_persistent_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
@@ -323,61 +322,6 @@ def launch_implicit_gemm_ws(
                   STAGES=config.num_stages, LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS,
                   MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
                   INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
-
-
-def tma_shift_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_tma_shift` cannot run ``problem`` (None if it can)."""
-    if problem.stride != (1, 1) or (problem.out_h, problem.out_w) != (problem.h, problem.w):
-        return "its taps are shifts of the pixel matrix only when the output keeps the input's size at stride 1"
-    if problem.groups != 1:
-        return "it needs groups=1 (a group's channel tail would read the next group's channels)"
-    if problem.layout != "nhwc":
-        return "it reads the input as an (N*H*W, C) matrix: it needs channels_last"
-    if (problem.c * problem.itemsize) % 16:
-        return "bulk tensor copies need rows of a multiple of 16 bytes (C * itemsize)"
-    # The farthest shift of a tap, in pixel rows; the copy engine's coordinates are 32-bit.
-    reach = max(problem.padding[0], problem.padding_end[0]) * problem.w + max(problem.padding[1], problem.padding_end[1])
-    if problem.gemm_m + reach >= INT32_LIMIT:
-        return "its shifted pixel rows would pass the copy engine's 32-bit coordinates"
-    return None
-
-
-def launch_tma_shift(
-    problem: ConvProblem,
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    residual: torch.Tensor | None,
-    out: torch.Tensor,
-    config: LaunchConfig,
-):
-    """Run :func:`conv2d_tma_shift_kernel`: each program ``config.block_m`` consecutive output
-    pixels, each tap's A tile one shifted box of the input's (N*H*W, C) matrix; with
-    ``config.persistent`` and a channels_last output, :func:`conv2d_tma_shift_persistent_kernel`
-    on one program an SM. A tensor the copy engine cannot describe (a sliced view) runs on the
-    implicit GEMM instead, with the same result."""
-    if config.split_k > 1:
-        raise ValueError(f"config split_k={config.split_k}: tma_shift has no split-K (use implicit_gemm)")
-    w3d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s, problem.c)
-    x2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
-    if not (x.is_contiguous(memory_format=torch.channels_last) and _describable(x2d, problem.itemsize)
-            and _describable(w3d, problem.itemsize)):
-        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    x_desc = TensorDescriptor.from_tensor(x2d, [config.block_m, config.block_k])
-    w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
-    pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
-    sizes = [problem.gemm_m, problem.h, problem.w, problem.k, problem.c,
-             problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
-    tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
-    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
-    out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if channels_last else None
-    if config.persistent and out2d is not None and _describable(out2d, problem.itemsize):
-        out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
-        return launch(conv2d_tma_shift_persistent_kernel, (min(tiles, sm_count(out.device)),),
-                      x_desc, w_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], problem.r, problem.s,
-                      **constexprs)
-    return launch(conv2d_tma_shift_kernel, (tiles,),
-                  x_desc, w_desc, *pointers, *sizes, *epilogue_strides, problem.r, problem.s, **constexprs)
 
 
 def _describable(t: torch.Tensor, itemsize: int) -> bool:
