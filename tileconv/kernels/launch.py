@@ -7,6 +7,7 @@ two launchers cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import torch
@@ -252,7 +253,9 @@ WS_LOADER_REGS = 96
 WS_MAX_REGS = {4: 256, 8: 168}
 
 
+@functools.cache
 def _is_hopper() -> bool:
+    """Whether this process's GPU is a Hopper (sm_90): asked once (dispatch asks on every call)."""
     return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
 
 
