@@ -182,7 +182,10 @@ elif mode == "ws":
     # the borders masked in registers: 0.35x-1.01x of cuDNN, slower than the heuristics' kernel on
     # every row, its wgmma serialized by the register operand; removed.)
     from dataclasses import replace as _replace
-    ws = [C(128,256,64,8,8,3), C(128,128,64,8,8,4), C(128,128,64,8,4,4), C(128,64,64,8,4,5), C(64,128,64,8,4,5), C(128,256,64,8,8,4)]
+    ws = [C(128,256,64,8,8,3), C(128,128,64,8,8,4), C(128,128,64,8,4,4), C(128,64,64,8,4,5), C(64,128,64,8,4,5), C(128,256,64,8,8,4),
+          C(128,128,64,8,4,6,pingpong=1), C(128,128,64,8,4,5,pingpong=1), C(64,128,64,8,4,6,pingpong=1), C(128,64,64,8,4,6,pingpong=1)]
+    if len(sys.argv) > 2:  # "pingpong": only the ping-pong configs and the best single-consumer ones
+        ws = [C(128,256,64,8,8,4), C(128,128,64,8,4,4), C(64,128,64,8,4,5)] + ws[6:]
     names = ("seed000", "r50 c64 hw56 k64 3x3/1", "r50 c128 hw28 k128 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512 3x3/1",
              "r50 c128 hw56 k128 3x3/2", "r50 c256 hw28 k256 3x3/2", "r50 c256 hw56 k512 1x1/2", "r50 c2048 hw7 k512 1x1/1",
              "seed001 c64 hw128 k256", "seed001 c32 hw64 k128", "vae c512 hw64 k512")

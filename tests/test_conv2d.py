@@ -84,7 +84,7 @@ class Case:
         if self.config is not None:
             cfg = self.config
             parts.append(f"cfg{cfg.block_m}.{cfg.block_n}.{cfg.block_k}.{cfg.group_m}" + ("f" if cfg.fuse_sc else "")
-                         + ("p" if cfg.persistent else ""))
+                         + ("p" if cfg.persistent else "") + ("pp" if cfg.pingpong else ""))
         return "-".join(parts)
 
     def arguments(self) -> tuple:
@@ -399,6 +399,13 @@ CONFIG_CASES = [
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     Case(2, 64, 5, 6, 128, 1, 1, dtype="fp16", layout="nhwc", residual=True, activation="gelu",
          algo="implicit_gemm_ws", config=LaunchConfig(128, 256, 64, 8, 8, 3)),
+    # ... ping-pong: two MMA warpgroups taking the tiles in turn (128 x 3 tiles on a GPU's
+    # 132 programs: two or three a program, an odd count on most), C = 32 in one 32-channel
+    # step per tap, K = 320 with a tail, the whole epilogue; TF32 on 64-row tiles, stride 2.
+    Case(4, 32, 64, 64, 320, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 64, 8, 4, 6, pingpong=1)),
+    Case(4, 24, 64, 64, 136, 3, 3, stride=2, padding=1, dtype="tf32", layout="nhwc", activation="silu",
+         algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4, pingpong=1)),
     # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
     Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.

@@ -358,9 +358,11 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     return list(dict.fromkeys(fitted))
 
 
-# implicit_gemm_ws (block_m, block_n, num_warps, num_stages): session 11's probe winners first.
-_WS_BASE: tuple[tuple[int, int, int, int], ...] = (
-    (128, 256, 8, 4), (128, 128, 4, 4), (64, 128, 4, 5), (128, 128, 8, 4), (128, 256, 8, 3), (128, 64, 4, 5),
+# implicit_gemm_ws (block_m, block_n, num_warps, num_stages, pingpong): session 11's probe
+# winners first, then two MMA warpgroups in ping-pong (one warpgroup a tile, a deeper ring).
+_WS_BASE: tuple[tuple[int, int, int, int, int], ...] = (
+    (128, 256, 8, 4, 0), (128, 128, 4, 4, 0), (64, 128, 4, 5, 0), (128, 128, 4, 6, 1), (128, 128, 8, 4, 0),
+    (128, 256, 8, 3, 0), (64, 128, 4, 6, 1), (128, 64, 4, 5, 0),
 )
 
 
@@ -375,10 +377,10 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     limits = limits or DeviceLimits()
     start = default_config(problem, "implicit_gemm_ws")
     fitted = []
-    for block_m, block_n, num_warps, stages in ((start.block_m, start.block_n, start.num_warps, start.num_stages),
-                                                *_WS_BASE):
+    for block_m, block_n, num_warps, stages, pingpong in (
+            (start.block_m, start.block_n, start.num_warps, start.num_stages, start.pingpong), *_WS_BASE):
         config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(problem.k, 64)),
-                         num_warps=num_warps, num_stages=stages)
+                         num_warps=num_warps, num_stages=stages, pingpong=pingpong)
         while config.num_stages > 2 and ws_shared_memory(problem, config) > limits.bulk_copy_budget:
             config = replace(config, num_stages=config.num_stages - 1)
         if ws_shared_memory(problem, config) <= limits.bulk_copy_budget:

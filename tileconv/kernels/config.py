@@ -22,6 +22,7 @@ class LaunchConfig:
     fuse_sc: int = 0  # implicit GEMM only: 1 = reduce over (filter column, channel) jointly
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
     persistent: int = 0  # tma_rows only: 1 = one program an SM walking the tiles (TMA-store epilogue)
+    pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -36,6 +37,7 @@ class LaunchConfig:
             f"w{self.num_warps} s{self.num_stages}" + (" fused-sc" if self.fuse_sc else "")
             + (f" split-k{self.split_k}" if self.split_k > 1 else "")
             + (" persistent" if self.persistent else "")
+            + (" pingpong" if self.pingpong else "")
         )
 
 

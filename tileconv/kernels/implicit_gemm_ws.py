@@ -17,6 +17,9 @@ convolutions do:
   for each stage, issues the asynchronous wgmma with both operands in shared memory, keeps
   one in flight, frees the stage before it, and runs the fused epilogue at the end of each
   tile while the loader is already filling the ring with the next tile's operands.
+- or two MMA partitions of one warpgroup each (``CONSUMERS = 2``, CUTLASS's "ping-pong"):
+  they take the program's tiles in turn, so that one's main loop keeps the tensor cores busy
+  while the other runs its epilogue.
 
 The grid is persistent (one program an SM), the tiles in grouped order. Gluon kernels compile
 only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
@@ -113,8 +116,12 @@ def _mma_partition(
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
+    CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
 ):
-    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue."""
+    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
+    consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
+    the loader fills the ring tile after tile, so one consumer's main loop runs while the
+    other's epilogue does."""
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                         instr_shape=[16, BLOCK_N, MMA_K])
@@ -123,8 +130,10 @@ def _mma_partition(
     num_m = gl.cdiv(M, BLOCK_M)
     num_n = gl.cdiv(K, BLOCK_N)
     steps = R * S * (C // BLOCK_K)
-    it = 0
-    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+    first = gl.program_id(0) + CONSUMER * gl.num_programs(0)
+    for tile in range(first, num_m * num_n, CONSUMERS * gl.num_programs(0)):
+        # The ring position of this tile's first step: the loader walks all the program's tiles.
+        it = (tile - gl.program_id(0)) // gl.num_programs(0) * steps
         pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP_M)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
         for step in range(steps):
@@ -179,7 +188,8 @@ def conv2d_implicit_gemm_ws_kernel(
     STAGES: gl.constexpr,  # depth of the shared-memory ring
     LOADER_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,  # the loader partition's warps and registers
     MMA_K: gl.constexpr,  # wgmma's depth: 8 for float32 (TF32), 16 for 16-bit types
-    NUM_WARPS: gl.constexpr,  # the MMA partition's warps (the kernel's num_warps)
+    NUM_WARPS: gl.constexpr,  # each MMA partition's warps (the kernel's num_warps)
+    CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr,  # 1, or 2 MMA partitions in ping-pong
     INT64: gl.constexpr,
 ):
     dtype: gl.constexpr = w_desc.dtype
@@ -194,13 +204,29 @@ def conv2d_implicit_gemm_ws_kernel(
         mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + 1)
         mbarrier.init(empty.index(i), count=1)
 
-    gl.warp_specialize([
-        (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
-                          stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                          alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                          MMA_K, NUM_WARPS, INT64)),
-        (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
-                             stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S,
-                             stride_xn, stride_xh, stride_xw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                             VEC, LOADER_WARPS, INT64)),
-    ], [LOADER_WARPS], [LOADER_REGS])
+    # (Partition arguments are written out in each call: a tuple held in a variable would turn
+    # the constexprs in it into tensors.)
+    if CONSUMERS == 1:
+        gl.warp_specialize([
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 1)),
+            (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
+                                 stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
+        ], [LOADER_WARPS], [LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 2)),
+            (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
+                                 stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 1, 2)),
+        ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

@@ -244,13 +244,16 @@ def launch_tma_rows(
                   x_desc, w_desc, *pointers, *sizes, *epilogue_strides, problem.r, problem.s, **constexprs)
 
 
-# implicit_gemm_ws's loader partition: one warpgroup, enough registers for its pointer tiles.
+# implicit_gemm_ws's loader partition: one warpgroup, enough registers for its pointer tiles
+# (sm_90 compiles: no spills at 88).
 WS_LOADER_WARPS = 4
-WS_LOADER_REGS = 96
-# Registers a thread the kernel is launched with, by the MMA partition's warps (the loader's
-# warpgroup comes on top): the whole register file over all warps, so that the compiler's
-# register reallocation between the partitions has the file to share out.
+WS_LOADER_REGS = 88
+# Registers a thread the kernel is launched with, by the warps of its MMA partitions (the
+# loader's warpgroup comes on top): the whole register file over all warps, so that the
+# compiler's reallocation between the partitions has the file to share out.
 WS_MAX_REGS = {4: 256, 8: 168}
+WS_PINGPONG_MAX_REGS = 168  # two MMA warpgroups and the loader's: 12 warps
+WS_PINGPONG_CONSUMER_REGS = 216  # the second MMA warpgroup's; the first gets what is left (200)
 
 
 @functools.cache
@@ -295,7 +298,8 @@ def launch_implicit_gemm_ws(
 ):
     """Run :func:`conv2d_implicit_gemm_ws_kernel`: one program an SM, a loader warpgroup
     gathering the input tiles (cp.async) and copying the weight tiles (TMA) into a ring of
-    ``config.num_stages`` stages, ``config.num_warps`` MMA warps consuming it. An input whose
+    ``config.num_stages`` stages, ``config.num_warps`` MMA warps consuming it (with
+    ``config.pingpong``, two such warpgroups taking the tiles in turn). An input whose
     channels are not contiguous or whose pixel strides are not multiples of 16 bytes (a sliced
     view) runs on the implicit GEMM instead, with the same result."""
     from triton.experimental.gluon import language as gl
@@ -303,8 +307,9 @@ def launch_implicit_gemm_ws(
 
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: implicit_gemm_ws has no split-K (use implicit_gemm)")
-    if config.num_warps not in WS_MAX_REGS:
-        raise ValueError(f"config num_warps={config.num_warps}: implicit_gemm_ws runs 4 or 8 MMA warps")
+    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
+        raise ValueError(f"config num_warps={config.num_warps}: implicit_gemm_ws runs 4 or 8 MMA warps "
+                         "(4, one warpgroup, for each of ping-pong's two)")
     block_k = ws_block_k(problem, config.block_k)
     w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
     vec = 16 // problem.itemsize
@@ -324,7 +329,9 @@ def launch_implicit_gemm_ws(
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   STAGES=config.num_stages, LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS,
                   MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
-                  INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
+                  CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
+                  INT64=needs_int64(problem), num_warps=config.num_warps,
+                  maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
 
 
 def _describable(t: torch.Tensor, itemsize: int) -> bool:
