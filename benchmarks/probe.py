@@ -190,6 +190,8 @@ elif mode == "ws":
              "r50 c128 hw56 k128 3x3/2", "r50 c256 hw28 k256 3x3/2", "r50 c256 hw56 k512 1x1/2", "r50 c2048 hw7 k512 1x1/1",
              "seed001 c64 hw128 k256", "seed001 c32 hw64 k128", "vae c512 hw64 k512")
     cases = {c.name: c for s in ("seed", "resnet50", "vae") for c in get_suite(s)}
+    if len(sys.argv) > 3:  # a third argument picks the rows whose name contains it
+        names = tuple(n for n in names if sys.argv[3] in n)
     for dt in ("fp16", "tf32"):
         for name in names:
             p = cases[name].problem(torch.float32 if dt == "tf32" else torch.float16, "nhwc")

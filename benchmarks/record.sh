@@ -15,6 +15,8 @@
 #   bash benchmarks/record.sh ws         implicit_gemm_ws: its GPU tests, then resnet50 and seed fp16 NHWC
 #                                        (heuristics, then tuned)
 #   bash benchmarks/record.sh ws-tf32    resnet50 and seed TF32 NHWC, heuristics then tuned
+#   bash benchmarks/record.sh ws-tuned   resnet50 and seed fp16 NHWC tuned; then ping-pong's GPU tests and
+#                                        a seed000 probe, time-boxed
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
 #                                        Nsight Compute on the depthwise rows whose name contains case)
 #   bash benchmarks/record.sh banded     dense_toeplitz and depthwise_plane: their GPU tests, benchmarks/probe.py
@@ -192,6 +194,20 @@ ws)
             --plot "$R/$suite-float16-nhwc.png"
     done
     save
+    ;;
+ws-tuned)
+    # resnet50 and seed fp16 NHWC tuned (the bench of record), then ping-pong's GPU tests and a
+    # seed000 probe, last and time-boxed (its first form hung).
+    TAILN=2 step tune-r50 120 python -m tileconv tune --suite resnet50
+    TAILN=2 step tune-seed 90 python -m tileconv tune --suite seed
+    save
+    for suite in resnet50 seed; do
+        TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
+            --plot "$R/$suite-float16-nhwc.png"
+    done
+    save
+    TAILN=4 step tests-pingpong 60 python -m pytest -q -p no:cacheprovider -n 4 tests/test_conv2d.py -k "pp and implicit_gemm_ws"
+    TAILN=12 step probe-pingpong 60 python benchmarks/probe.py ws pingpong seed000
     ;;
 ws-tf32)
     for suite in resnet50 seed; do

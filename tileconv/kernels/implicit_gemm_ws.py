@@ -107,7 +107,7 @@ def _loader_partition(
 
 @gluon.jit
 def _mma_partition(
-    a_bufs, b_bufs, ready, empty,
+    a_bufs, b_bufs, ready, empty, turn,
     out_ptr, bias_ptr, res_ptr,
     M, C, K, P, Q, R, S,
     stride_on, stride_ok, stride_op, stride_oq,
@@ -121,7 +121,10 @@ def _mma_partition(
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
     consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
     the loader fills the ring tile after tile, so one consumer's main loop runs while the
-    other's epilogue does."""
+    other's epilogue does. Their main loops take turns (``turn``: each waits for the other's
+    to end): a ring stage's mbarrier is waited on by phase parity, which tells apart only
+    the next fill from the one before, so no consumer may wait for a fill two ahead (the
+    first form, without turns, hung on the GPU)."""
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                         instr_shape=[16, BLOCK_N, MMA_K])
@@ -131,10 +134,13 @@ def _mma_partition(
     num_n = gl.cdiv(K, BLOCK_N)
     steps = R * S * (C // BLOCK_K)
     first = gl.program_id(0) + CONSUMER * gl.num_programs(0)
+    own = 0  # this consumer's tiles so far
     for tile in range(first, num_m * num_n, CONSUMERS * gl.num_programs(0)):
         # The ring position of this tile's first step: the loader walks all the program's tiles.
         it = (tile - gl.program_id(0)) // gl.num_programs(0) * steps
         pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP_M)
+        if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
+            mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
         for step in range(steps):
             stage = it % STAGES
@@ -149,6 +155,9 @@ def _mma_partition(
             it += 1
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
+        if CONSUMERS == 2:  # the other consumer's turn
+            mbarrier.arrive(turn.index(1 - CONSUMER))
+        own += 1
 
         out = gl.convert_layout(acc, out_layout)
         offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
@@ -199,6 +208,9 @@ def conv2d_implicit_gemm_ws_kernel(
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # ping-pong's main-loop turns
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
         # Ready: every loader thread's cp.async arrival, plus the TMA's byte count (one arrival).
         mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + 1)
@@ -208,7 +220,7 @@ def conv2d_implicit_gemm_ws_kernel(
     # the constexprs in it into tensors.)
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1)),
@@ -218,14 +230,14 @@ def conv2d_implicit_gemm_ws_kernel(
         ], [LOADER_WARPS], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 2)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 1, 2)),
