@@ -50,6 +50,17 @@ seed003_rows() {
     TAILN=3 step seed003-fp32 30 python -m tileconv bench --suite seed --case seed003 --dtype float32 --layout nchw \
         --json "$R/seed003-float32-nchw.json"
 }
+# resnet50 and seed fp16 channels_last, tuned then benched (issue 4's rows of record).
+resnet50_seed_tuned() {
+    TAILN=2 step tune-r50 120 python -m tileconv tune --suite resnet50
+    TAILN=2 step tune-seed 90 python -m tileconv tune --suite seed
+    save
+    for suite in resnet50 seed; do
+        TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
+            --plot "$R/$suite-float16-nhwc.png"
+    done
+    save
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee -a "$L"
 
 case "${1:-}" in
@@ -186,26 +197,12 @@ ws)
             --json "$R/$suite-float16-nhwc-heuristics.json"
     done
     save
-    TAILN=2 step tune-r50 120 python -m tileconv tune --suite resnet50
-    TAILN=2 step tune-seed 90 python -m tileconv tune --suite seed
-    save
-    for suite in resnet50 seed; do
-        TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
-            --plot "$R/$suite-float16-nhwc.png"
-    done
-    save
+    resnet50_seed_tuned
     ;;
 ws-tuned)
     # resnet50 and seed fp16 NHWC tuned (the bench of record), then ping-pong's GPU tests and a
     # seed000 probe, last and time-boxed (its first form hung).
-    TAILN=2 step tune-r50 120 python -m tileconv tune --suite resnet50
-    TAILN=2 step tune-seed 90 python -m tileconv tune --suite seed
-    save
-    for suite in resnet50 seed; do
-        TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
-            --plot "$R/$suite-float16-nhwc.png"
-    done
-    save
+    resnet50_seed_tuned
     TAILN=4 step tests-pingpong 60 python -m pytest -q -p no:cacheprovider -n 4 tests/test_conv2d.py -k "pp and implicit_gemm_ws"
     TAILN=12 step probe-pingpong 60 python benchmarks/probe.py ws pingpong seed000
     ;;

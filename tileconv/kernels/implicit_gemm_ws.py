@@ -38,20 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import apply_activation
-
-
-@gluon.jit
-def _tile_of(tile, num_m, num_n, GROUP_M: gl.constexpr):
-    """Grouped tile order (:func:`.common.swizzle_tile`'s): GROUP_M row tiles share each
-    column sweep, so that the weight tiles they read stay in L2."""
-    width = GROUP_M * num_n
-    group = tile // width
-    first_m = group * GROUP_M
-    size_m = gl.minimum(num_m - first_m, GROUP_M)
-    pid_m = first_m + (tile % width) % size_m
-    pid_n = (tile % width) // size_m
-    return pid_m, pid_n
+from .common import apply_activation, swizzle_tile
 
 
 @gluon.jit
@@ -72,7 +59,7 @@ def _loader_partition(
     offs_c = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, layout))
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
-        pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP_M)
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
         if INT64:
             offs_m = offs_m.to(gl.int64)
@@ -138,7 +125,7 @@ def _mma_partition(
     for tile in range(first, num_m * num_n, CONSUMERS * gl.num_programs(0)):
         # The ring position of this tile's first step: the loader walks all the program's tiles.
         it = (tile - gl.program_id(0)) // gl.num_programs(0) * steps
-        pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP_M)
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
             mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
