@@ -40,7 +40,6 @@ from tileconv.dispatch.candidates import (
     reduction_slice,
     tma_rows_shared_memory,
     toeplitz_shared_memory,
-    ws_shared_memory,
 )
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
 from tileconv.functional import conv2d_problem
@@ -296,7 +295,7 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
             elif name == "implicit_gemm_ws":  # (GPU only) wgmma heights, the epilogue's 64-wide rows, the ring fits
                 assert config.block_m in (64, 128) and config.num_warps in (4, 8), where
                 assert 64 <= config.block_n <= max(64, triton.next_power_of_2(problem.k)), where
-                assert ws_shared_memory(problem, config) <= limits.bulk_copy_budget, where
+                assert implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget, where
             elif name == "depthwise_toeplitz":  # banded GEMMs: tensor-core edges, reach, the ring fits
                 assert min(config.block_m, config.block_k) >= 16, where
                 assert toeplitz_reach(problem, config.block_k) <= MAX_TOEPLITZ_REACH, where

@@ -367,14 +367,10 @@ _WS_BASE: tuple[tuple[int, int, int, int, int], ...] = (
 )
 
 
-def ws_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
-    """Bytes of implicit_gemm_ws's operand ring."""
-    return config.num_stages * (config.block_m + config.block_n) * config.block_k * problem.itemsize
-
-
 def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """Fitted, de-duplicated implicit_gemm_ws configs: ``block_n`` no wider than K (at least
-    64, the epilogue's row of 8 threads x 8 channels), stages dropped until the ring fits."""
+    64, the epilogue's row of 8 threads x 8 channels), stages dropped until the ring (the
+    implicit GEMM's: a BM x BK and a BN x BK tile a stage) fits."""
     limits = limits or DeviceLimits()
     start = default_config(problem, "implicit_gemm_ws")
     fitted = []
@@ -382,9 +378,9 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
             (start.block_m, start.block_n, start.num_warps, start.num_stages, start.pingpong), *_WS_BASE):
         config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(problem.k, 64)),
                          num_warps=num_warps, num_stages=stages, pingpong=pingpong)
-        while config.num_stages > 2 and ws_shared_memory(problem, config) > limits.bulk_copy_budget:
+        while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.bulk_copy_budget:
             config = replace(config, num_stages=config.num_stages - 1)
-        if ws_shared_memory(problem, config) <= limits.bulk_copy_budget:
+        if implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget:
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 

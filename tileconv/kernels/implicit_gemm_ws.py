@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import apply_activation, swizzle_tile
+from .common import output_pixels, store_output_tile, swizzle_tile
 
 
 @gluon.jit
@@ -63,12 +63,7 @@ def _loader_partition(
         offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
         if INT64:
             offs_m = offs_m.to(gl.int64)
-        rows = offs_m // Q
-        q = offs_m - rows * Q
-        n = rows // P
-        p = rows - n * P
-        ih0 = p * stride_h - pad_h
-        iw0 = q * stride_w - pad_w
+        n, _, _, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
         base = n * stride_xn + ih0 * stride_xh + iw0 * stride_xw
         in_m = offs_m < M
         for step in range(R * S * c_blocks):
@@ -151,20 +146,10 @@ def _mma_partition(
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
         if INT64:
             offs_m = offs_m.to(gl.int64)
-        rows = offs_m // Q
-        q = offs_m - rows * Q
-        n = rows // P
-        p = rows - n * P
-        in_k = offs_k < K
-        mask = (offs_m < M)[:, None] & in_k[None, :]
-        if HAS_BIAS:
-            out += gl.load(bias_ptr + offs_k, mask=in_k, other=0.0).to(gl.float32)[None, :]
-        if HAS_RESIDUAL:
-            res_offs = (n * stride_rn + p * stride_rp + q * stride_rq)[:, None] + (offs_k * stride_rk)[None, :]
-            out += gl.load(res_ptr + res_offs, mask=mask, other=0.0).to(gl.float32)
-        out = apply_activation(out, ACTIVATION, alpha, beta)
-        out_offs = (n * stride_on + p * stride_op + q * stride_oq)[:, None] + (offs_k * stride_ok)[None, :]
-        gl.store(out_ptr + out_offs, out.to(out_ptr.dtype.element_ty), mask=mask)
+        n, p, q, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
+        store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, offs_m < M, offs_k, offs_k < K,
+                          stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                          alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
 
 
 @gluon.jit

@@ -11,6 +11,8 @@ import functools
 from dataclasses import dataclass, replace
 
 import torch
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import INT32_LIMIT, INTERPRET, cdiv, kernel_strides, pow2_at_least, sm_count
@@ -254,6 +256,7 @@ WS_LOADER_REGS = 88
 WS_MAX_REGS = {4: 256, 8: 168}
 WS_PINGPONG_MAX_REGS = 168  # two MMA warpgroups and the loader's: 12 warps
 WS_PINGPONG_CONSUMER_REGS = 216  # the second MMA warpgroup's; the first gets what is left (200)
+_GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
 @functools.cache
@@ -281,7 +284,8 @@ def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
 
 def ws_block_k(problem: ConvProblem, block_k: int) -> int:
     """implicit_gemm_ws's channel block: ``block_k`` halved until it divides C (a reduction step
-    never straddles two filter taps); at least 32 bytes of channels."""
+    never straddles two filter taps); C a multiple of 32 bytes of channels (its support
+    condition) keeps it at 32 bytes or more."""
     while problem.c % block_k:
         block_k //= 2
     return block_k
@@ -302,9 +306,6 @@ def launch_implicit_gemm_ws(
     ``config.pingpong``, two such warpgroups taking the tiles in turn). An input whose
     channels are not contiguous or whose pixel strides are not multiples of 16 bytes (a sliced
     view) runs on the implicit GEMM instead, with the same result."""
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
-
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: implicit_gemm_ws has no split-K (use implicit_gemm)")
     if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
@@ -312,12 +313,10 @@ def launch_implicit_gemm_ws(
                          "(4, one warpgroup, for each of ping-pong's two)")
     block_k = ws_block_k(problem, config.block_k)
     w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
-    vec = 16 // problem.itemsize
-    if not (x.stride(1) == 1 and x.data_ptr() % 16 == 0 and all(x.stride(d) % vec == 0 for d in (0, 2, 3))
-            and _describable(w2d, problem.itemsize)):
+    # The loader's 16-byte gathers need what a copy engine's view of x as (N, H, W, C) needs.
+    if not (_describable(x.permute(0, 2, 3, 1), problem.itemsize) and _describable(w2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    gl_dtype = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}[problem.dtype]
-    w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], gl_dtype)
+    w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], _GLUON_DTYPES[problem.dtype])
     w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
