@@ -9,6 +9,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py unroll   # the CUDA-core depthwise/direct kernels: tap unrolling x register caps
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
     python3 benchmarks/probe.py ws       # implicit_gemm_ws (Gluon, warp-specialized) on the dense rows, fp16 and TF32
+    python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -200,6 +201,18 @@ elif mode == "ws":
             algo, hc = select(p)
             bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
             bench_problem(f"{name} {dt} ws", p, [c if dt == "fp16" else _replace(c, block_k=32) for c in ws], "implicit_gemm_ws")
+elif mode == "halo":
+    # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
+    # suite's rows up to 7x7 (fp16 NHWC; a second argument picks rows whose name contains it).
+    from tileconv.dispatch.candidates import depthwise_halo_candidates
+    for c in get_suite("depthwise"):
+        if c.r > 7 or (len(sys.argv) > 2 and sys.argv[2] not in c.name):
+            continue
+        p = c.problem(torch.float16, "nhwc")
+        algo, hc = select(p)
+        bench_problem(f"{c.name} {algo.name}", p, [hc], algo.name)
+        bench_problem(f"{c.name} depthwise_halo", p, depthwise_halo_candidates(p), "depthwise_halo")
+    sys.exit(0)
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
 i = random_inputs(p, "cuda", seed=0)

@@ -43,7 +43,8 @@ TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
-           "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel")
+           "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
+           "conv2d_depthwise_halo_kernel")
 
 
 class _Recorder:
@@ -234,6 +235,9 @@ CASES = [
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
+    ("depthwise_halo", "mbv2 dw3x3 c192 hw28/1"),  # Gluon: the halo by cp.async, taps from shared memory
+    ("depthwise_halo", "mbv2 dw3x3 c96 hw112/2"),  # stride 2
+    ("depthwise_halo", "convnext dw7x7 c96 hw56"),
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("im2row", "r50 stem 7x7/2"),
@@ -255,6 +259,7 @@ INT64_CASES = [
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
+    ("depthwise_halo", "convnext dw7x7 c96 hw56"),
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("dense_toeplitz", "seed003"),
     ("depthwise_plane", "replknet dw13x13 c1024 hw7"),

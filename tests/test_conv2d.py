@@ -408,6 +408,23 @@ CONFIG_CASES = [
          activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 64, 8, 4, 6, pingpong=1)),
     Case(4, 24, 64, 64, 136, 3, 3, stride=2, padding=1, dtype="tf32", layout="nhwc", activation="silu",
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4, pingpong=1)),
+    # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
+    # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
+    Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="depthwise_halo", config=LaunchConfig(64, 32, 8, num_warps=1, num_stages=1)),
+    # ... a 5x5 filter at stride 2 with uneven padding and dilated columns (the halo strided),
+    # bf16, 2 channels a thread, 4x8 tiles.
+    Case(3, 64, 17, 19, 64, 5, 5, stride=2, padding=(1, 0), dilation=(1, 2), groups=64, dtype="bf16",
+         layout="nhwc", activation="silu", algo="depthwise_halo", config=LaunchConfig(32, 64, 8, num_warps=1)),
+    # ... ConvNeXt's 7x7 in fp32 over two warps (1 channel a thread each), 8x16 tiles, residual.
+    Case(2, 96, 11, 21, 96, 7, 7, padding=3, groups=96, dtype="fp32", layout="nhwc", residual=True,
+         activation="gelu", algo="depthwise_halo", config=LaunchConfig(128, 64, 16, num_warps=2)),
+    # ... 'same' padding of an even 4x4 filter (1 before, 2 after) on 4x4 tiles; a 1x1 filter at
+    # stride (2, 1), C = 16 in a 128-channel block over 4 warps.
+    Case(2, 40, 9, 12, 40, 4, 4, padding="same", groups=40, dtype="fp16", layout="nhwc", bias=True,
+         algo="depthwise_halo", config=LaunchConfig(16, 32, 4, num_warps=1)),
+    Case(1, 16, 9, 7, 16, 1, 1, stride=(2, 1), groups=16, dtype="fp16", layout="nhwc", bias=True,
+         activation="hardswish", algo="depthwise_halo", config=LaunchConfig(64, 128, 4, num_warps=4)),
     # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
     Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.

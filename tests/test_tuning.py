@@ -19,7 +19,7 @@ import triton
 
 import tileconv
 from tileconv import ConvProblem, LaunchConfig
-from tileconv._runtime import INTERPRET
+from tileconv._runtime import INTERPRET, pow2_at_least
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import cache, clear_selection_cache, heuristics, select
 from tileconv.dispatch import tune as tune_module
@@ -47,8 +47,11 @@ from tileconv.kernels import ALGORITHMS, Algorithm
 from tileconv.kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
+    MAX_HALO_SHARED_BYTES,
     MAX_TOEPLITZ_REACH,
     dense_toeplitz_tiling,
+    depthwise_halo_unsupported_reason,
+    halo_tiling,
     plane_sizes,
     toeplitz_reach,
 )
@@ -315,6 +318,10 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 fitted = config != default_config(problem, name)  # the interpreter's default has one warp
                 assert not fitted or (config.block_m * config.block_n * pq_pad
                                       <= MAX_BANDED_ACCUMULATORS * 32 * config.num_warps), where
+            elif name == "depthwise_halo":  # (GPU only) the halo and filter fit; whole lanes over the channels
+                assert halo_tiling(problem, config).shared_bytes(problem) <= MAX_HALO_SHARED_BYTES, where
+                assert config.block_n % (32 * config.num_warps) == 0 and config.block_m % config.block_k == 0, where
+                assert config.block_n <= pow2_at_least(problem.c, 32) and config.num_stages == 1, where
             elif name == "depthwise_rows":  # two partial sums, three taps, three more loaded ahead (2 stages)
                 live = 5 + 3 * (config.num_stages - 1)
                 fitted = config != default_config(problem, name)  # the interpreter's default has one warp
@@ -345,7 +352,10 @@ def test_which_algorithms_race():
         rows = ["depthwise_rows"] if depthwise.r == 3 else []  # 3x3 (the suite's strides are 1 and 2): rows streamed
         banded = ["depthwise_toeplitz"] if depthwise.s >= 5 else []  # 7x7 and up: the tensor-core kernel
         plane = ["depthwise_plane"] if depthwise.h * depthwise.w <= 64 else []  # 7x7 planes: one GEMM a channel
-        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane]), \
+        # The shared-memory halo kernel (Gluon: on a GPU) up to 7x7.
+        halo = ["depthwise_halo"] if depthwise_halo_unsupported_reason(depthwise) is None else []
+        assert not halo or depthwise.r <= 7
+        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane, *halo]), \
             depthwise.describe()
     stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row), banded
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels

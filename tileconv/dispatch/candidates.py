@@ -39,9 +39,11 @@ from ..kernels import ALGORITHMS, LaunchConfig
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
+    MAX_HALO_SHARED_BYTES,
     MAX_TOEPLITZ_REACH,
     dense_toeplitz_tiling,
     group_pack_factor,
+    halo_tiling,
     plane_sizes,
     toeplitz_reach,
 )
@@ -563,6 +565,31 @@ def depthwise_plane_candidates(problem: ConvProblem, limits: DeviceLimits | None
     return list(dict.fromkeys(fitted))
 
 
+# depthwise_halo (tile rows, tile columns, warps): a spread around the heuristics' 8x8 tile,
+# written before any GPU measurement; each with 1, 2 and 4 channels a thread.
+_DEPTHWISE_HALO_BASE: tuple[tuple[int, int, int], ...] = ((8, 8, 1), (4, 8, 1), (8, 16, 1), (8, 8, 2))
+
+
+def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """Fitted, de-duplicated depthwise_halo configs: ``block_m`` pixels ``block_k`` wide,
+    ``block_n`` channels over ``num_warps`` warps; tiles wider or taller than the output
+    (rounded up), channel blocks past C rounded up and configs whose halo and filter pass the
+    kernel's shared-memory bound are left out."""
+    start = default_config(problem, "depthwise_halo")
+    fitted = [start]
+    for rows, columns, warps in _DEPTHWISE_HALO_BASE:
+        rows = min(rows, pow2_at_least(problem.out_h, 4))
+        columns = min(columns, pow2_at_least(problem.out_w, 4))
+        for vec in (1, 2, 4):
+            channels = 32 * warps * vec
+            config = replace(start, block_m=rows * columns, block_n=channels, block_k=columns, num_warps=warps,
+                             num_stages=1)
+            if (channels <= pow2_at_least(problem.c, 32) and channels <= 32 * 16 // problem.itemsize
+                    and halo_tiling(problem, config).shared_bytes(problem) <= MAX_HALO_SHARED_BYTES):
+                fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 # Candidate generator per algorithm name. An algorithm missing here races with its
 # heuristic config only.
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
@@ -577,6 +604,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "staged_nhwc": staged_nhwc_candidates,
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
+    "depthwise_halo": depthwise_halo_candidates,
     "depthwise_toeplitz": depthwise_toeplitz_candidates,
     "dense_toeplitz": dense_toeplitz_candidates,
     "depthwise_plane": depthwise_plane_candidates,

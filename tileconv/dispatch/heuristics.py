@@ -261,6 +261,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _dense_toeplitz_config(problem)
     if algorithm == "depthwise_plane":
         return _depthwise_plane_config(problem)
+    if algorithm == "depthwise_halo":
+        return _depthwise_halo_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
@@ -371,6 +373,25 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
     if problem.layout == "nhwc":  # 8 warps: 32 fp32 accumulators a thread (an sm_90 compile: 135 registers)
         return LaunchConfig(block_m=images, block_n=4, num_warps=8, num_stages=1)
     return LaunchConfig(block_m=images, block_n=1, num_warps=4, num_stages=1)
+
+
+def halo_channels_per_thread(problem: ConvProblem, warps: int = 1) -> int:
+    """depthwise_halo's channels a thread: the most of 4, 2, 1 whose channel block
+    (32 * warps threads) divides C, else 1 (the last block partly masked)."""
+    for vec in (4, 2):
+        if problem.c % (32 * warps * vec) == 0:
+            return vec
+    return 1
+
+
+def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:
+    """8x8-pixel tiles (4 wide on outputs of at most 4 columns), one warp, 32 channels a
+    warp per channel a thread: a 3x3 halo of 10x10 pixels and 64 channels is 12.5 KB of
+    shared memory, so that a dozen and more programs share an SM. Written before any GPU
+    measurement of the kernel; tuning races it on every problem it runs."""
+    width = _pow2_between(problem.out_w, 4, 8)
+    vec = halo_channels_per_thread(problem)
+    return LaunchConfig(block_m=8 * width, block_n=32 * vec, block_k=width, num_warps=1, num_stages=1)
 
 
 def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:

@@ -18,6 +18,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
+- ``depthwise_halo`` (:mod:`.depthwise_halo`): Gluon (sm_80 and newer): depthwise convolution
+  from a shared-memory halo, each input element copied once a program, every tap read from
+  shared memory without masks or address arithmetic.
 - ``depthwise_rows`` (:mod:`.depthwise_rows`): 3x3 depthwise streaming output rows, each
   input row loaded once and reused for the three output rows it touches.
 - ``depthwise_toeplitz`` (:mod:`.depthwise_toeplitz`): depthwise convolution with large
@@ -57,6 +60,7 @@ from .ladder import (
 )
 from .launch import (
     dense_toeplitz_unsupported_reason,
+    depthwise_halo_unsupported_reason,
     depthwise_plane_unsupported_reason,
     depthwise_rows_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
@@ -68,6 +72,7 @@ from .launch import (
     implicit_gemm_ws_unsupported_reason,
     launch_dense_toeplitz,
     launch_depthwise,
+    launch_depthwise_halo,
     launch_depthwise_plane,
     launch_depthwise_rows,
     launch_depthwise_toeplitz,
@@ -167,6 +172,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "CUDA-core depthwise convolution over 2D pixel tiles (groups = C)",
         launch_depthwise,
         depthwise_unsupported_reason,
+    ),
+    "depthwise_halo": Algorithm(
+        "depthwise_halo",
+        "depthwise convolution from a shared-memory halo (Gluon, cp.async): each tap a shared-memory read, no masks",
+        launch_depthwise_halo,
+        depthwise_halo_unsupported_reason,
     ),
     "depthwise_rows": Algorithm(
         "depthwise_rows",

@@ -20,6 +20,7 @@ from ..problem import ConvProblem
 from .config import LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
 from .depthwise import conv2d_depthwise_kernel
+from .depthwise_halo import conv2d_depthwise_halo_kernel
 from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
@@ -596,6 +597,119 @@ def launch_depthwise_toeplitz(
         BLOCK_M=config.block_m, BLOCK_Q=block_q, BLOCK_C=config.block_n, JK=jk,
         INT64=max(x.numel(), banded.numel()) >= INT32_LIMIT or needs_int64(problem), PLANES=config.block_n == 1,
         num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+# depthwise_halo: its taps are unrolled at compile time (a filter of up to 7x7), and its halo
+# and fp32 filter live in shared memory: at most this much a program (two or more an SM).
+MAX_HALO_TAPS = 49
+MAX_HALO_SHARED_BYTES = 96 * 1024
+HALO_CHUNK = 32  # halo pixels a copy instruction batch (a power of two: shared-memory views)
+
+
+@dataclass(frozen=True)
+class HaloTiling:
+    """depthwise_halo's tile, from a :class:`LaunchConfig`: ``block_m`` output pixels
+    (``block_k`` of them wide), ``block_n`` channels, ``num_warps`` warps side by side over
+    the channels (``vec`` channels a thread), ``unroll`` pixels of a row a step."""
+
+    tile_h: int
+    tile_w: int
+    block_c: int
+    vec: int
+    unroll: int
+    halo_pixels: int  # (tile_h-1)*U + (R-1)*dil_h + 1 rows by the same in columns
+    chunk: int
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """The halo (in the input's dtype, whole copy chunks) and the fp32 filter."""
+        chunks = cdiv(self.halo_pixels, self.chunk)
+        return (chunks * self.chunk * self.block_c * problem.itemsize
+                + pow2_at_least(problem.r * problem.s) * self.block_c * 4)
+
+
+def halo_tiling(problem: ConvProblem, config: LaunchConfig) -> HaloTiling:
+    """:class:`HaloTiling` of ``config``; a ``ValueError`` naming the field if the config cannot
+    describe a depthwise_halo tile."""
+    tile_w = config.block_k
+    if tile_w < 1 or config.block_m % tile_w or (tile_w & (tile_w - 1)) or (config.block_m & (config.block_m - 1)):
+        raise ValueError(f"config block_m={config.block_m}, block_k={config.block_k}: depthwise_halo's tile is "
+                         "block_m pixels block_k wide, both powers of two")
+    lanes = 32 * config.num_warps
+    copy_vec = 16 // problem.itemsize
+    if config.block_n % lanes or config.block_n // lanes > 8 or config.block_n > 32 * copy_vec:
+        raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: depthwise_halo spreads "
+                         f"block_n channels over 32 * num_warps threads (1 to 8 each), at most {32 * copy_vec}")
+    rows = (config.block_m // tile_w - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1
+    columns = (tile_w - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
+    halo = rows * columns
+    return HaloTiling(config.block_m // tile_w, tile_w, config.block_n, config.block_n // lanes, min(4, tile_w),
+                      halo, min(HALO_CHUNK, pow2_at_least(halo)))
+
+
+def depthwise_halo_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_halo` cannot run ``problem`` (None if it can)."""
+    if INTERPRET:
+        return "it is a Gluon kernel (shared memory, cp.async): it does not run under Triton's interpreter"
+    if not _has_cp_async():
+        return "it is a Gluon kernel built on cp.async: it needs an NVIDIA GPU of compute capability 8.0 or newer"
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
+    if problem.k != problem.c:
+        return "it needs a channel multiplier of 1 (K == C)"
+    if problem.layout != "nhwc":
+        return "its halo copies take 16-byte channel segments: it needs channels_last"
+    if problem.c % (16 // problem.itemsize):
+        return f"its halo copies take 16-byte channel segments: it needs C a multiple of {16 // problem.itemsize}"
+    if problem.r * problem.s > MAX_HALO_TAPS:
+        return f"its taps are unrolled at compile time: filters of at most {MAX_HALO_TAPS} taps"
+    smallest = halo_tiling(problem, LaunchConfig(block_m=16, block_n=32, block_k=4, num_warps=1))
+    if smallest.shared_bytes(problem) > MAX_HALO_SHARED_BYTES:
+        return (f"a 4x4-pixel tile's halo ({smallest.halo_pixels} pixels) and filter need more than "
+                f"{MAX_HALO_SHARED_BYTES // 1024} KB of shared memory (stride {problem.stride}, dilation {problem.dilation})")
+    return None
+
+
+@functools.cache
+def _has_cp_async() -> bool:
+    """Whether this process's GPU has cp.async (sm_80 and newer): asked once."""
+    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8
+
+
+def launch_depthwise_halo(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_halo_kernel`: programs of ``block_m`` output pixels (a
+    ``block_k``-wide rectangle of one image) by ``block_n`` channels, each staging its input
+    halo in shared memory. An input whose channels are not contiguous or whose pixel strides
+    are not multiples of 16 bytes (a sliced view) runs on the 2D depthwise kernel instead, with
+    the same result."""
+    tiling = halo_tiling(problem, config)
+    if tiling.shared_bytes(problem) > MAX_HALO_SHARED_BYTES:
+        raise ValueError(f"config {config}: depthwise_halo's halo and filter need {tiling.shared_bytes(problem)} "
+                         f"bytes of shared memory, more than {MAX_HALO_SHARED_BYTES}")
+    if not _describable(x.permute(0, 2, 3, 1), problem.itemsize):
+        return launch_depthwise(problem, x, weight, bias, residual, out, config)
+    weight = channel_minor_weight(weight)  # one vector of C weights a tap
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    grid = (problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w),
+            cdiv(problem.c, tiling.block_c))
+    return launch(conv2d_depthwise_halo_kernel, grid,
+        x, weight, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, problem.c,
+        problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3),
+        weight.stride(2), weight.stride(3), *epilogue_strides,
+        R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
+        DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
+        TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
+        CHUNK=tiling.chunk, TAPS=pow2_at_least(problem.r * problem.s), COPY_VEC=16 // problem.itemsize,
+        NUM_WARPS=config.num_warps, INT64=needs_int64(problem), num_warps=config.num_warps,
     )
 
 

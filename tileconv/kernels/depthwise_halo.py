@@ -1,0 +1,153 @@
+"""Depthwise convolution from a shared-memory halo (Gluon): each input element copied from
+memory once a program, every tap read from shared memory without masks or address math.
+
+The CUDA-core depthwise kernels (:mod:`.depthwise`, :mod:`.depthwise_rows`) load each tap's
+input window from global memory: hits in L1 after the first tap, but each with its own
+64-bit addresses, masks (the padding) and load instructions. On an H200 that made them
+instruction-bound, not memory-bound (Nsight Compute, tenth session: 46 instructions an
+output for a 3x3 filter, 0.64 issued a cycle a scheduler; the 3x3 rows at 17-59% of the copy
+roofline, the 7x7 rows at 6-10%).
+
+Here a program owns a ``TILE_H`` x ``TILE_W`` tile of output pixels of one image and
+``BLOCK_C`` channels (channels_last). It copies the input halo its taps read (HH x WW pixels,
+HH = (TILE_H-1)*U + (R-1)*dil_h + 1) into shared memory once, by 16-byte cp.async copies
+zero-filled outside the image (the padding: no masks afterwards), and the filter as fp32.
+Then, pixel by pixel, each tap is one shared-memory row: halo pixel
+(p*U + r*dil_h, q*V + s*dil_w), at an offset known at compile time from the pixel's base,
+loaded as the thread's ``VEC`` channels, converted to fp32, multiplied by the tap's weights
+and added: about two instructions a multiply-add (load, convert, FMA) where the global-memory
+kernels spend five.
+
+Why pixel by pixel: a tap's window of a 2D tile is the halo shifted by the tap's offset,
+and Triton 3.6's shared-memory subviews must start at multiples of their own length (the
+subslice verifier), so a shifted window cannot be a subview; one pixel's channels can (an
+index along the first dimension, at any offset). ``UNROLL`` neighbouring pixels of a row
+run in one step, their independent multiply-add chains interleaved.
+
+    out[n, k, p, q] = sum_{r, s} x[n, k, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w] * w[k, 0, r, s]
+
+Channel multiplier 1 (groups = C = K), channels_last input and output, C a multiple of 16
+bytes of channels; filter size, stride and dilation are compile-time constants (the taps
+unrolled; one compile each). Gluon kernels compile only for a GPU: under Triton's
+interpreter this algorithm is unsupported (the launcher's reason says so) and its tests run
+on the GPU; CI compiles it for sm_90 (``benchmarks/sass.py``).
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+
+from .common import apply_activation
+
+
+@gluon.jit
+def conv2d_depthwise_halo_kernel(
+    x_ptr,  # input [N, C, H, W], channels_last (stride_xc == 1)
+    w_ptr,  # weight [K, 1, R, S] stored (R, S, 1, K): channel-minor
+    out_ptr,  # output [N, K, P, Q]
+    bias_ptr,  # bias [K] (read only if HAS_BIAS)
+    res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
+    H, W, P, Q, C,
+    pad_h, pad_w,
+    stride_xn, stride_xh, stride_xw,
+    stride_wr, stride_ws,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    R: gl.constexpr, S: gl.constexpr,
+    U: gl.constexpr, V: gl.constexpr,  # stride
+    DIL_H: gl.constexpr, DIL_W: gl.constexpr,
+    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+    TILE_H: gl.constexpr, TILE_W: gl.constexpr,
+    BLOCK_C: gl.constexpr,  # VEC * 32 * NUM_WARPS: the warps split the channels
+    VEC: gl.constexpr,  # channels a thread
+    UNROLL: gl.constexpr,  # pixels of a row a step (divides TILE_W)
+    CHUNK: gl.constexpr,  # halo pixels a copy (a power of two)
+    TAPS: gl.constexpr,  # R * S rounded up to a power of two
+    COPY_VEC: gl.constexpr,  # channels in 16 bytes
+    NUM_WARPS: gl.constexpr,
+    INT64: gl.constexpr,
+):
+    HH: gl.constexpr = (TILE_H - 1) * U + (R - 1) * DIL_H + 1
+    WW: gl.constexpr = (TILE_W - 1) * V + (S - 1) * DIL_W + 1
+    # One pixel's channels: each thread VEC of them, the warps side by side.
+    CL: gl.constexpr = gl.BlockedLayout([VEC], [32], [NUM_WARPS], [0])
+    # The copies: 16 bytes a thread, a warp's threads over a pixel's channels then pixels.
+    TPW_C: gl.constexpr = BLOCK_C // COPY_VEC
+    XL: gl.constexpr = gl.BlockedLayout([1, COPY_VEC], [32 // TPW_C, TPW_C], [NUM_WARPS, 1], [1, 0])
+    WL: gl.constexpr = gl.BlockedLayout([1, VEC], [1, 32], [1, NUM_WARPS], [1, 0])
+    PLANE: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # no swizzle: rows read at any index
+    ROW: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+
+    pid = gl.program_id(0)
+    tiles_q = gl.cdiv(Q, TILE_W)
+    tiles_pq = gl.cdiv(P, TILE_H) * tiles_q
+    n = pid // tiles_pq
+    p0 = (pid % tiles_pq) // tiles_q * TILE_H
+    q0 = (pid % tiles_q) * TILE_W
+    c0 = gl.program_id(1) * BLOCK_C
+    if INT64:
+        n = n.to(gl.int64)
+
+    # The halo: pixel (hh, ww) at row hh*WW + ww, zeros outside the image and past C.
+    # Copied in chunks of CHUNK pixels (views have power-of-two shapes; the halo need not).
+    CHUNKS: gl.constexpr = (HH * WW + CHUNK - 1) // CHUNK
+    halo = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [CHUNKS, CHUNK, BLOCK_C], PLANE)
+    cx = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, XL))
+    if INT64:
+        cx = cx.to(gl.int64)
+    # Channel offsets start 16 bytes aligned (C a multiple of COPY_VEC: the launcher's condition).
+    cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
+    x_img = x_ptr + n * stride_xn
+    for chunk in gl.static_range(CHUNKS):
+        pix = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
+        ih = p0 * U - pad_h + pix // WW
+        iw = q0 * V - pad_w + pix % WW
+        inside = (pix < HH * WW) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        if INT64:
+            ih = ih.to(gl.int64)
+        x_offs = (ih * stride_xh + iw * stride_xw)[:, None] + cx[None, :]
+        async_copy.async_copy_global_to_shared(halo.index(chunk), x_img + x_offs,
+                                               mask=inside[:, None] & (cx < C)[None, :])
+    async_copy.commit_group()
+
+    # The filter as fp32, tap t at row t, while the copies fly.
+    weights = gl.allocate_shared_memory(gl.float32, [TAPS, BLOCK_C], PLANE)
+    tap = gl.arange(0, TAPS, layout=gl.SliceLayout(1, WL))
+    cw = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, WL))
+    w_offs = ((tap // S) * stride_wr + (tap % S) * stride_ws)[:, None] + cw[None, :]
+    weights.store(gl.load(w_ptr + w_offs, mask=(tap < R * S)[:, None] & (cw < C)[None, :], other=0.0).to(gl.float32))
+    async_copy.wait_group(0)
+    gl.thread_barrier()  # every thread's copies and stores are in before any thread reads them
+
+    # Row views: index i is halo pixel i (or tap i), a [BLOCK_C] vector.
+    halo_rows = halo._reinterpret(x_ptr.dtype.element_ty, [CHUNKS * CHUNK, BLOCK_C], ROW)
+    weight_rows = weights._reinterpret(gl.float32, [TAPS, BLOCK_C], ROW)
+    c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
+    mask_c = c_idx < C
+    if INT64:
+        c_idx = c_idx.to(gl.int64)
+    if HAS_BIAS:
+        bias = gl.load(bias_ptr + c_idx, mask=mask_c, other=0.0).to(gl.float32)
+    out_c = out_ptr + n * stride_on + c_idx * stride_ok
+    res_c = res_ptr + n * stride_rn + c_idx * stride_rk
+    for step in range(TILE_H * TILE_W // UNROLL):
+        pl = step // (TILE_W // UNROLL)
+        ql = (step % (TILE_W // UNROLL)) * UNROLL
+        for j in gl.static_range(UNROLL):
+            base = pl * U * WW + (ql + j) * V
+            acc = gl.zeros([BLOCK_C], gl.float32, CL)
+            for r in gl.static_range(R):
+                for s in gl.static_range(S):
+                    xv = halo_rows.index(base + (r * DIL_H * WW + s * DIL_W)).load(CL)
+                    acc += xv.to(gl.float32) * weight_rows.index(r * S + s).load(CL)
+            # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
+            p = p0 + pl
+            q = q0 + ql + j
+            ok = mask_c & (p < P) & (q < Q)
+            if HAS_BIAS:
+                acc += bias
+            if HAS_RESIDUAL:
+                acc += gl.load(res_c + (p * stride_rp + q * stride_rq), mask=ok, other=0.0).to(gl.float32)
+            acc = apply_activation(acc, ACTIVATION, alpha, beta)
+            gl.store(out_c + (p * stride_op + q * stride_oq), acc.to(out_ptr.dtype.element_ty), mask=ok)
