@@ -203,10 +203,11 @@ elif mode == "ws":
             bench_problem(f"{name} {dt} ws", p, [c if dt == "fp16" else _replace(c, block_k=32) for c in ws], "implicit_gemm_ws")
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
-    # suite's rows up to 7x7 (fp16 NHWC; a second argument picks rows whose name contains it).
+    # suite's rows up to 7x7 (fp16 NHWC; a second argument, comma-separated, picks rows whose name
+    # contains one of its parts).
     from tileconv.dispatch.candidates import depthwise_halo_candidates
     for c in get_suite("depthwise"):
-        if c.r > 7 or (len(sys.argv) > 2 and sys.argv[2] not in c.name):
+        if c.r > 7 or (len(sys.argv) > 2 and not any(part in c.name for part in sys.argv[2].split(","))):
             continue
         p = c.problem(torch.float16, "nhwc")
         algo, hc = select(p)

@@ -52,6 +52,7 @@ from tileconv.kernels.launch import (
     dense_toeplitz_tiling,
     depthwise_halo_unsupported_reason,
     halo_tiling,
+    implicit_gemm_ws_unsupported_reason,
     plane_sizes,
     toeplitz_reach,
 )
@@ -192,13 +193,13 @@ def test_selection_survives_a_corrupt_cache():
 # --------------------------------------------------------------------- select()
 def test_select_prefers_the_cached_winner():
     heuristic = select(SMALL, "auto", "cpu")
-    assert heuristic[0].name == "implicit_gemm"
+    assert heuristic[0].name == choose_algorithm(SMALL)  # implicit_gemm (implicit_gemm_ws on a Hopper GPU)
     clear_selection_cache()
     cache.store({cache.entry_key(SMALL, "cpu"): _entry("direct", DISTINCT)})
     algorithm, config = select(SMALL, "auto", "cpu")
     assert (algorithm.name, config) == ("direct", DISTINCT)
     # The winner is keyed by device: another device's choice is its own.
-    assert select(SMALL, "auto", "meta")[0].name == "implicit_gemm"
+    assert select(SMALL, "auto", "meta")[0].name == choose_algorithm(SMALL)
 
 
 def test_forced_algorithm_gets_its_own_best_tuned_config():
@@ -341,11 +342,15 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
 
 def test_which_algorithms_race():
     resnet = get_suite("resnet50")[3].problem()  # 1x1, stride 1, NHWC, 56 wide: the three tensor-core GEMMs
-    assert algorithms_to_try(resnet) == ["gemm_1x1", "implicit_gemm", "tma_rows"]
+    # and on a Hopper GPU the warp-specialized one (Gluon: not under the interpreter)
+    ws = ["implicit_gemm_ws"] if implicit_gemm_ws_unsupported_reason(resnet) is None else []
+    assert algorithms_to_try(resnet) == ["gemm_1x1", "implicit_gemm", *ws, "tma_rows"]
     narrow = get_suite("resnet50")[7].problem()  # 28 wide: most of a 64-pixel row segment wasted
-    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["gemm_1x1", "implicit_gemm"]
+    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["gemm_1x1", "implicit_gemm", *ws]
     strided = get_suite("resnet50")[8].problem()  # a 1x1 stride-2 downsample: no plain GEMM view
-    assert strided.stride == (2, 2) and algorithms_to_try(strided) == ["implicit_gemm"]
+    # (the warp-specialized kernel is the heuristics' choice there on a Hopper GPU)
+    assert strided.stride == (2, 2) and algorithms_to_try(strided) == (ws or ["implicit_gemm"]) + (
+        ["implicit_gemm"] if ws else [])
     # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.
     for depthwise in (case.problem() for case in get_suite("depthwise")):
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)
