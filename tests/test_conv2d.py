@@ -401,6 +401,11 @@ CONFIG_CASES = [
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     Case(2, 64, 5, 6, 128, 1, 1, dtype="fp16", layout="nhwc", residual=True, activation="gelu",
          algo="implicit_gemm_ws", config=LaunchConfig(128, 256, 64, 8, 8, 3)),
+    # ... TF32 over C = 8 (one 32-byte channel block a tap: BLOCK_K halved to 8), 3x3 and 1x1.
+    Case(1, 8, 8, 8, 16, 3, 3, padding=1, dtype="tf32", layout="nhwc", residual=True, activation="relu",
+         algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
+    Case(2, 8, 4, 4, 16, 1, 1, stride=2, dtype="tf32", layout="nhwc", bias=True,
+         algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
     # ... ping-pong: two MMA warpgroups taking the tiles in turn (128 x 3 tiles on a GPU's
     # 132 programs: two or three a program, an odd count on most), C = 32 in one 32-channel
     # step per tap, K = 320 with a tail, the whole epilogue; TF32 on 64-row tiles, stride 2.
@@ -786,6 +791,9 @@ NONFINITE_CASES = with_each_algorithm(
      for a in NONFINITE_ACTIVATIONS]
     + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:3]]
+    # multiplier 1 and 16 bytes of channels: depthwise_halo too (on a GPU)
+    + [Case(1, 8, 7, 9, 8, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)
+       for a in NONFINITE_ACTIVATIONS[:2]]
 )
 
 

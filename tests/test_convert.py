@@ -51,6 +51,19 @@ def assert_close(out: torch.Tensor, ref: torch.Tensor, rtol: float = 1e-4, conte
         f"ref {ref.flatten()[worst].item():.6g}), allowed {rtol * scale:.3g}")
 
 
+@pytest.fixture(autouse=True)
+def strict_fp32():
+    """These tests hold converted float32 models to the originals at 1e-4, so both sides run in
+    strict float32: under PyTorch's default (TF32 allowed) tileconv and cuDNN each multiply in
+    TF32 where they choose to, and a 2**-11 rounding carried through a few layers passes that
+    (on an H200, session 12: 1e-4 to 1.6e-3 on nine tests). TF32 is tested against its own
+    tolerance elsewhere."""
+    previous = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = previous
+
+
 def tiny_resnet(seed: int, device: str) -> nn.Module:
     torch.manual_seed(seed)
     return randomize_batchnorm(TinyResNet()).to(device).eval()

@@ -99,3 +99,31 @@ def test_banded_kernels_neither_spill_nor_serialize_wgmma():
             where = f"{algo} {dtype} {layout}"
             assert child.returncode == 0, f"{where}:\n" + child.stdout[-3000:] + child.stderr[-2000:]
             assert " 0 flagged" in child.stdout and algo in child.stdout, where  # it ran, on some problem
+
+
+def test_depthwise_halo_copies_are_16_bytes_whatever_c_divides():
+    """depthwise_halo's cp.async copies must stay 16 bytes wide for any C that is a whole number
+    of 16-byte groups: with C = 24 (not a multiple of 16, so Triton does not specialise it) a
+    plain ``cx < C`` mask made them 2 bytes, which cp.async refuses at compile time (the GPU
+    suite of session 12 failed six cases so). Compiled for sm_90 without a GPU."""
+    code = """
+import json, sys, torch, triton
+sys.path.insert(0, "benchmarks")
+import sass
+from tileconv.kernels import LaunchConfig
+from tileconv.problem import ConvProblem
+rows = []
+for c, dtype in ((24, torch.float16), (40, torch.bfloat16), (12, torch.float32)):
+    problem = ConvProblem(1, c, 9, 8, c, 3, 3, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc")
+    (recorder,) = sass.record_launches(problem, "depthwise_halo", LaunchConfig(32, 32, 8, num_warps=1)).values()
+    args, kwargs = recorder.calls[0]
+    source, options = sass._specialise(recorder.kernel, args, dict(kwargs))
+    counts = sass._sass_counts(triton.compile(source, target=sass.TARGET, options=options).asm["cubin"])
+    rows.append([c, counts["LDGSTS"], counts["LDGSTS.128"]])
+print(json.dumps(rows))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert child.returncode == 0, child.stderr[-3000:]
+    for c, copies, wide in json.loads(child.stdout.strip().splitlines()[-1]):
+        assert copies > 0 and copies == wide, f"C = {c}: {wide} of {copies} copies 16 bytes wide"

@@ -17,13 +17,16 @@ from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
+    MAX_HALO_SHARED_BYTES,
     dense_toeplitz_tiling,
     dense_toeplitz_unsupported_reason,
+    depthwise_halo_unsupported_reason,
     depthwise_plane_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
     group_pack_factor,
+    halo_tiling,
     im2row_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     staged_nhwc_unsupported_reason,
@@ -49,7 +52,8 @@ SM_COUNT_HINT = 132
 
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
-    'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
+    'depthwise_halo' on a GPU for 64 channels and more (multiplier 1, channels_last, filters
+    up to 7x7), 'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
     merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
     'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and
@@ -75,6 +79,15 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # 28.4 / 35.2 (cuDNN 21.9 / 52.1); 13x13 c1024 hw7 16.4 / 16.8 against 83.1 / 148.3
         # (cuDNN 398.9 / 68.9). A 3x3 filter fills too little of the plane map: 16.4 us against
         # direct's 8.7 on c960 hw7.
+        # depthwise_halo (Gluon: the input halo in shared memory once a program, the taps read from
+        # it; session 12, H200, fp16 NHWC batch 32, benchmarks/probe.py halo, best config against
+        # the heuristics' kernel, cuDNN beside it): 3x3 c144 hw56/1 34.6 us against 43.3 (cuDNN
+        # 30.8), /2 22.7 against 24.0, c384 hw14 10.3 against 11.6, c960 hw7 8.4 against direct's
+        # 9.2; 7x7 c96 hw56 91.1 against direct's 122.0 (cuDNN 73.0), c384 hw14 28.3 against 40.4,
+        # c768 hw7 16.0 against depthwise_plane's 20.3. It lost c32 hw112/1 (32.8 against 31.8):
+        # 32 channels fill one thread's lane with one channel.
+        if problem.c >= 64 and depthwise_halo_unsupported_reason(problem) is None:
+            return "depthwise_halo"
         if problem.r * problem.s >= PLANE_MIN_TAPS and depthwise_plane_unsupported_reason(problem) is None:
             return "depthwise_plane"
         # Session 10 (H200, fp16 NHWC, batch 32): on the outputs wider than 28 the 2D kernel with
@@ -375,23 +388,22 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
     return LaunchConfig(block_m=images, block_n=1, num_warps=4, num_stages=1)
 
 
-def halo_channels_per_thread(problem: ConvProblem, warps: int = 1) -> int:
-    """depthwise_halo's channels a thread: the most of 4, 2, 1 whose channel block
-    (32 * warps threads) divides C, else 1 (the last block partly masked)."""
-    for vec in (4, 2):
-        if problem.c % (32 * warps * vec) == 0:
-            return vec
-    return 1
-
-
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:
-    """8x8-pixel tiles (4 wide on outputs of at most 4 columns), one warp, 32 channels a
-    warp per channel a thread: a 3x3 halo of 10x10 pixels and 64 channels is 12.5 KB of
-    shared memory, so that a dozen and more programs share an SM. Written before any GPU
-    measurement of the kernel; tuning races it on every problem it runs."""
+    """4x8-pixel tiles (4x4 on outputs of at most 4 columns), one warp, 4 channels a thread
+    from 384 channels, 2 from 64, else 1 (a partly masked last block costs less than fewer
+    channels a thread: c144 ran 34.6 us on 64-channel blocks, 41.8 on 32), halved until the
+    halo and filter fit the kernel's shared-memory bound (fp32 7x7), then the tile halved.
+    Tuning's winners on an H200 (session 12, benchmarks/probe.py halo, fp16 NHWC batch 32):
+    4x8 tiles on all eight rows measured, 2 channels a thread on c144 hw56 (both strides),
+    c384 hw14 3x3 and c96 hw56 7x7, 4 on c960 hw7 3x3 and the 7x7 rows at c384 and c768."""
     width = _pow2_between(problem.out_w, 4, 8)
-    vec = halo_channels_per_thread(problem)
-    return LaunchConfig(block_m=8 * width, block_n=32 * vec, block_k=width, num_warps=1, num_stages=1)
+    vec = 4 if problem.c >= 384 else 2 if problem.c >= 64 else 1
+    config = LaunchConfig(block_m=4 * width, block_n=32 * vec, block_k=width, num_warps=1, num_stages=1)
+    while halo_tiling(problem, config).shared_bytes(problem) > MAX_HALO_SHARED_BYTES and config.block_n > 32:
+        config = replace(config, block_n=config.block_n // 2)
+    while halo_tiling(problem, config).shared_bytes(problem) > MAX_HALO_SHARED_BYTES and config.block_m > 16:
+        config = replace(config, block_m=config.block_m // 2, block_k=min(config.block_k, config.block_m // 4))
+    return config
 
 
 def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:

@@ -96,9 +96,13 @@ def conv2d_depthwise_halo_kernel(
     cx = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, XL))
     if INT64:
         cx = cx.to(gl.int64)
-    # Channel offsets start 16 bytes aligned (C a multiple of COPY_VEC: the launcher's condition).
+    # Channel offsets start 16 bytes aligned (C a multiple of COPY_VEC).
     cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
     x_img = x_ptr + n * stride_xn
+    # C as a whole number of 16-byte groups (it is one: the launcher's condition), so that the
+    # compiler sees the channel mask constant over each group and keeps the copies 16 bytes wide
+    # whatever divisibility C was specialised with (C = 24: 2-byte copies, which cp.async refuses).
+    c_end = (C // COPY_VEC) * COPY_VEC
     for chunk in gl.static_range(CHUNKS):
         pix = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
         ih = p0 * U - pad_h + pix // WW
@@ -106,9 +110,10 @@ def conv2d_depthwise_halo_kernel(
         inside = (pix < HH * WW) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         if INT64:
             ih = ih.to(gl.int64)
-        x_offs = (ih * stride_xh + iw * stride_xw)[:, None] + cx[None, :]
+        # Pixel strides are multiples of 16 bytes (the launcher's condition): 16-byte copies.
+        x_offs = gl.multiple_of(ih * stride_xh + iw * stride_xw, COPY_VEC)[:, None] + cx[None, :]
         async_copy.async_copy_global_to_shared(halo.index(chunk), x_img + x_offs,
-                                               mask=inside[:, None] & (cx < C)[None, :])
+                                               mask=inside[:, None] & (cx < c_end)[None, :])
     async_copy.commit_group()
 
     # The filter as fp32, tap t at row t, while the copies fly.
