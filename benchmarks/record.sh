@@ -24,6 +24,8 @@
 #   bash benchmarks/record.sh banded-record  seed003 (fp16 NHWC, strict fp32 NCHW) and the depthwise suite, tuned
 #   bash benchmarks/record.sh rows       depthwise_rows: its GPU tests, the depthwise suite tuned, seed003,
 #                                        benchmarks/probe.py rows, verify's random cases
+#   bash benchmarks/record.sh halo       depthwise_halo: its GPU tests (and the suites it broke once), the
+#                                        depthwise suite (heuristics, tuned), verify's random cases
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -239,6 +241,19 @@ direct)
             --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
             python -m tileconv bench --suite depthwise --case "$case" --repeat 1
     done
+    save
+    ;;
+halo)
+    TAILN=6 step tests-halo 150 python -m pytest -q -p no:cacheprovider -n 14 -W ignore -rf \
+        tests/test_conv2d.py tests/test_convert.py tests/test_bench.py tests/test_tuning.py tests/test_call_plans.py \
+        -k "depthwise_halo or implicit_gemm_ws or nan_and_inf or convert or bench or tuning or call_plans"
+    TAILN=3 step dw-heuristics 80 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json"
+    save
+    TAILN=2 step tune-depthwise 150 python -m tileconv tune --suite depthwise
+    save
+    TAILN=24 step depthwise 80 python -m tileconv bench --suite depthwise --json "$R/depthwise.json" --plot "$R/depthwise.png"
+    save
+    TAILN=8 step verify 90 python -m tileconv verify --cases 300 --seed 13 --device cuda --jobs 14 --json "$R/verify.json"
     save
     ;;
 banded)
