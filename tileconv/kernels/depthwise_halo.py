@@ -64,6 +64,7 @@ def conv2d_depthwise_halo_kernel(
     UNROLL: gl.constexpr,  # pixels of a row a step (divides TILE_W)
     CHUNK: gl.constexpr,  # halo pixels a copy (a power of two)
     TAPS: gl.constexpr,  # R * S rounded up to a power of two
+    WEIGHT_REGISTERS: gl.constexpr,  # the filter in registers (else in shared memory)
     COPY_VEC: gl.constexpr,  # channels in 16 bytes
     NUM_WARPS: gl.constexpr,
     INT64: gl.constexpr,
@@ -116,20 +117,28 @@ def conv2d_depthwise_halo_kernel(
                                                mask=inside[:, None] & (cx < c_end)[None, :])
     async_copy.commit_group()
 
-    # The filter as fp32, tap t at row t, while the copies fly.
-    weights = gl.allocate_shared_memory(gl.float32, [TAPS, BLOCK_C], PLANE)
-    tap = gl.arange(0, TAPS, layout=gl.SliceLayout(1, WL))
-    cw = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, WL))
-    w_offs = ((tap // S) * stride_wr + (tap % S) * stride_ws)[:, None] + cw[None, :]
-    weights.store(gl.load(w_ptr + w_offs, mask=(tap < R * S)[:, None] & (cw < C)[None, :], other=0.0).to(gl.float32))
+    # The filter as fp32, while the copies fly: one [BLOCK_C] register vector a tap where they fit
+    # (WEIGHT_REGISTERS), else tap t at row t of a shared-memory table.
+    c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
+    mask_c = c_idx < C
+    taps = ()
+    if WEIGHT_REGISTERS:
+        for t in gl.static_range(R * S):
+            taps = taps + (gl.load(w_ptr + c_idx + ((t // S) * stride_wr + (t % S) * stride_ws), mask=mask_c,
+                                   other=0.0).to(gl.float32),)
+    else:
+        weights = gl.allocate_shared_memory(gl.float32, [TAPS, BLOCK_C], PLANE)
+        tap = gl.arange(0, TAPS, layout=gl.SliceLayout(1, WL))
+        cw = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, WL))
+        w_offs = ((tap // S) * stride_wr + (tap % S) * stride_ws)[:, None] + cw[None, :]
+        weights.store(gl.load(w_ptr + w_offs, mask=(tap < R * S)[:, None] & (cw < C)[None, :], other=0.0)
+                      .to(gl.float32))
+        weight_rows = weights._reinterpret(gl.float32, [TAPS, BLOCK_C], ROW)
     async_copy.wait_group(0)
     gl.thread_barrier()  # every thread's copies and stores are in before any thread reads them
 
     # Row views: index i is halo pixel i (or tap i), a [BLOCK_C] vector.
     halo_rows = halo._reinterpret(x_ptr.dtype.element_ty, [CHUNKS * CHUNK, BLOCK_C], ROW)
-    weight_rows = weights._reinterpret(gl.float32, [TAPS, BLOCK_C], ROW)
-    c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
-    mask_c = c_idx < C
     if INT64:
         c_idx = c_idx.to(gl.int64)
     if HAS_BIAS:
@@ -144,8 +153,11 @@ def conv2d_depthwise_halo_kernel(
             acc = gl.zeros([BLOCK_C], gl.float32, CL)
             for r in gl.static_range(R):
                 for s in gl.static_range(S):
-                    xv = halo_rows.index(base + (r * DIL_H * WW + s * DIL_W)).load(CL)
-                    acc += xv.to(gl.float32) * weight_rows.index(r * S + s).load(CL)
+                    xv = halo_rows.index(base + (r * DIL_H * WW + s * DIL_W)).load(CL).to(gl.float32)
+                    if WEIGHT_REGISTERS:
+                        acc += xv * taps[r * S + s]
+                    else:
+                        acc += xv * weight_rows.index(r * S + s).load(CL)
             # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
             p = p0 + pl
             q = q0 + ql + j

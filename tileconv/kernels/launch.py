@@ -604,7 +604,11 @@ def launch_depthwise_toeplitz(
 # and fp32 filter live in shared memory: at most this much a program (two or more an SM).
 MAX_HALO_TAPS = 49
 MAX_HALO_SHARED_BYTES = 96 * 1024
-HALO_CHUNK = 32  # halo pixels a copy instruction batch (a power of two: shared-memory views)
+HALO_CHUNK = 16  # halo pixels a copy instruction batch (a power of two: shared-memory views)
+# The filter's fp32 values a thread held in registers rather than shared memory: a 7x7 at 2
+# channels a thread (an sm_90 compile: 128 registers, against 64 registers and 16 KB more
+# shared memory a one-warp program with the filter in shared memory).
+MAX_HALO_WEIGHT_REGISTERS = 98
 
 
 @dataclass(frozen=True)
@@ -620,12 +624,13 @@ class HaloTiling:
     unroll: int
     halo_pixels: int  # (tile_h-1)*U + (R-1)*dil_h + 1 rows by the same in columns
     chunk: int
+    weight_registers: bool  # the fp32 filter in registers (R*S*vec of them a thread), else in shared memory
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The halo (in the input's dtype, whole copy chunks) and the fp32 filter."""
+        """The halo (in the input's dtype, whole copy chunks) and the fp32 filter if it is not in registers."""
         chunks = cdiv(self.halo_pixels, self.chunk)
-        return (chunks * self.chunk * self.block_c * problem.itemsize
-                + pow2_at_least(problem.r * problem.s) * self.block_c * 4)
+        weights = 0 if self.weight_registers else pow2_at_least(problem.r * problem.s) * self.block_c * 4
+        return chunks * self.chunk * self.block_c * problem.itemsize + weights
 
 
 def halo_tiling(problem: ConvProblem, config: LaunchConfig) -> HaloTiling:
@@ -643,8 +648,10 @@ def halo_tiling(problem: ConvProblem, config: LaunchConfig) -> HaloTiling:
     rows = (config.block_m // tile_w - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1
     columns = (tile_w - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
     halo = rows * columns
-    return HaloTiling(config.block_m // tile_w, tile_w, config.block_n, config.block_n // lanes, min(4, tile_w),
-                      halo, min(HALO_CHUNK, pow2_at_least(halo)))
+    vec = config.block_n // lanes
+    return HaloTiling(config.block_m // tile_w, tile_w, config.block_n, vec, min(4, tile_w),
+                      halo, min(HALO_CHUNK, pow2_at_least(halo)),
+                      problem.r * problem.s * vec <= MAX_HALO_WEIGHT_REGISTERS)
 
 
 def depthwise_halo_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -708,7 +715,8 @@ def launch_depthwise_halo(
         R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
-        CHUNK=tiling.chunk, TAPS=pow2_at_least(problem.r * problem.s), COPY_VEC=16 // problem.itemsize,
+        CHUNK=tiling.chunk, TAPS=pow2_at_least(problem.r * problem.s), WEIGHT_REGISTERS=tiling.weight_registers,
+        COPY_VEC=16 // problem.itemsize,
         NUM_WARPS=config.num_warps, INT64=needs_int64(problem), num_warps=config.num_warps,
     )
 
