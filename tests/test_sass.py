@@ -104,8 +104,9 @@ def test_banded_kernels_neither_spill_nor_serialize_wgmma():
 def test_depthwise_halo_copies_are_16_bytes_whatever_c_divides():
     """depthwise_halo's cp.async copies must stay 16 bytes wide for any C that is a whole number
     of 16-byte groups: with C = 24 (not a multiple of 16, so Triton does not specialise it) a
-    plain ``cx < C`` mask made them 2 bytes, which cp.async refuses at compile time (the GPU
-    suite of session 12 failed six cases so). Compiled for sm_90 without a GPU."""
+    plain ``cx < C`` mask made them 2 bytes, which cp.async refuses at compile time, and so did an
+    image stride of 504 values (C = 8 on 7x9 images) until the kernel said it was 16-byte aligned
+    (the GPU runs of session 12 failed eight cases so). Compiled for sm_90 without a GPU."""
     code = """
 import json, sys, torch, triton
 sys.path.insert(0, "benchmarks")
@@ -113,8 +114,9 @@ import sass
 from tileconv.kernels import LaunchConfig
 from tileconv.problem import ConvProblem
 rows = []
-for c, dtype in ((24, torch.float16), (40, torch.bfloat16), (12, torch.float32)):
-    problem = ConvProblem(1, c, 9, 8, c, 3, 3, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc")
+for c, dtype in ((24, torch.float16), (40, torch.bfloat16), (12, torch.float32), (8, torch.float16)):
+    # two images of 7x9 pixels: the image stride (504 values at C = 8) is not a multiple of 16 either
+    problem = ConvProblem(2, c, 7, 9, c, 3, 3, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc")
     (recorder,) = sass.record_launches(problem, "depthwise_halo", LaunchConfig(32, 32, 8, num_warps=1)).values()
     args, kwargs = recorder.calls[0]
     source, options = sass._specialise(recorder.kernel, args, dict(kwargs))

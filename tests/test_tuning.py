@@ -381,11 +381,13 @@ def test_heuristics_for_large_filters_and_few_channels():
     the 7x7 and 13x13 filters over 7x7 planes, not for a 3x3 one; the banded row GEMM for a
     dense convolution with fewer than 16 channels on both sides (seed003), with 4 output
     columns a program in strict fp32 and 8 in fp16."""
-    chosen = {case.name: choose_algorithm(case.problem()) for case in get_suite("depthwise")}
-    for name, algorithm in chosen.items():
+    chosen = {case.name: (choose_algorithm(case.problem()), case.problem()) for case in get_suite("depthwise")}
+    for name, (algorithm, problem) in chosen.items():
         large = "dw31x31" in name or "dw27x27" in name
         assert (algorithm == "depthwise_toeplitz") == large, (name, algorithm)
-        assert (algorithm == "depthwise_plane") == (name.endswith("hw7") and "3x3" not in name), (name, algorithm)
+        # on a GPU the shared-memory halo kernel takes the 7x7 (it won there, session 12); not the 13x13
+        plane = name.endswith("hw7") and "3x3" not in name and depthwise_halo_unsupported_reason(problem) is not None
+        assert (algorithm == "depthwise_plane") == plane, (name, algorithm)
     config = default_config(get_suite("depthwise")[-4].problem(), "depthwise_toeplitz")
     assert (config.block_n, config.block_k) == ((4, 16) if INTERPRET else (1, 32))  # 2D GEMMs, 32 columns
     seed003 = next(c for c in get_suite("seed") if c.name == "seed003")

@@ -99,7 +99,7 @@ def conv2d_depthwise_halo_kernel(
         cx = cx.to(gl.int64)
     # Channel offsets start 16 bytes aligned (C a multiple of COPY_VEC).
     cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
-    x_img = x_ptr + n * stride_xn
+    x_img = x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC)  # 16 bytes aligned, as the pixel strides
     # C as a whole number of 16-byte groups (it is one: the launcher's condition), so that the
     # compiler sees the channel mask constant over each group and keeps the copies 16 bytes wide
     # whatever divisibility C was specialised with (C = 24: 2-byte copies, which cp.async refuses).
