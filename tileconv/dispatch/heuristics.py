@@ -52,8 +52,7 @@ SM_COUNT_HINT = 132
 
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
-    'depthwise_halo' on a GPU for 64 channels and more (multiplier 1, channels_last, filters
-    up to 7x7), 'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
+    'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7), 'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
     merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
     'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and
@@ -80,13 +79,13 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # (cuDNN 398.9 / 68.9). A 3x3 filter fills too little of the plane map: 16.4 us against
         # direct's 8.7 on c960 hw7.
         # depthwise_halo (Gluon: the input halo in shared memory once a program, the taps read from
-        # it; session 12, H200, fp16 NHWC batch 32, benchmarks/probe.py halo, best config against
-        # the heuristics' kernel, cuDNN beside it): 3x3 c144 hw56/1 34.6 us against 43.3 (cuDNN
-        # 30.8), /2 22.7 against 24.0, c384 hw14 10.3 against 11.6, c960 hw7 8.4 against direct's
-        # 9.2; 7x7 c96 hw56 91.1 against direct's 122.0 (cuDNN 73.0), c384 hw14 28.3 against 40.4,
-        # c768 hw7 16.0 against depthwise_plane's 20.3. It lost c32 hw112/1 (32.8 against 31.8):
-        # 32 channels fill one thread's lane with one channel.
-        if problem.c >= 64 and depthwise_halo_unsupported_reason(problem) is None:
+        # it), stride 1. Session 12, H200, fp16 NHWC batch 32, tuned bench beside cuDNN (`record.sh
+        # halo`, the filter in registers): it won every stride-1 row up to 7x7 (3x3 c32 hw112 25.0 us
+        # against the 2D kernel's 32.0, c144 hw56 34.0 against 43.3 in the probe; 7x7 c96 hw56 73.8
+        # against direct's 122.0 in the probe, cuDNN 73.6; c768 hw7 16.7 against depthwise_plane's
+        # 20.3) and lost the stride-2 3x3 rows to the 2D kernel (c576 hw14/2 9.7 against 11.2, c192
+        # hw28/2 10.5 against 11.0, c96 hw112/2 39.3 against 39.8; tied c144 hw56/2).
+        if problem.stride == (1, 1) and depthwise_halo_unsupported_reason(problem) is None:
             return "depthwise_halo"
         if problem.r * problem.s >= PLANE_MIN_TAPS and depthwise_plane_unsupported_reason(problem) is None:
             return "depthwise_plane"
@@ -389,16 +388,21 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:
-    """4x8-pixel tiles (4x4 on outputs of at most 4 columns), one warp, 4 channels a thread
-    from 384 channels, 2 from 64, else 1 (a partly masked last block costs less than fewer
-    channels a thread: c144 ran 34.6 us on 64-channel blocks, 41.8 on 32), halved until the
-    halo and filter fit the kernel's shared-memory bound (fp32 7x7), then the tile halved.
-    Tuning's winners on an H200 (session 12, benchmarks/probe.py halo, fp16 NHWC batch 32):
-    4x8 tiles on all eight rows measured, 2 channels a thread on c144 hw56 (both strides),
-    c384 hw14 3x3 and c96 hw56 7x7, 4 on c960 hw7 3x3 and the 7x7 rows at c384 and c768."""
-    width = _pow2_between(problem.out_w, 4, 8)
-    vec = 4 if problem.c >= 384 else 2 if problem.c >= 64 else 1
-    config = LaunchConfig(block_m=4 * width, block_n=32 * vec, block_k=width, num_warps=1, num_stages=1)
+    """One warp a program. Filters of more than 9 taps on outputs 14 wide and up: 8x8-pixel
+    tiles, one channel a thread (the 7x7 filter then fits in registers: 49 a thread). Else
+    4x8 tiles (4x4 on outputs of at most 4 columns), 8x8 on 3x3 outputs of 28 columns and up
+    with 64 channels and more, and 4 channels a thread from 384 channels, 2 from 192, else 1;
+    halved until the halo (and the filter, where it is not in registers) fit the kernel's
+    shared-memory bound. Tuning's winners on an H200 (session 12, fp16 NHWC batch 32): 3x3
+    c32 hw112 4x8 x1, c144 hw56 8x8 x1, c192 hw28 8x8 x2, c384 / c576 hw14 and c960 hw7 4x8 x4;
+    7x7 c96 hw56 and c384 hw14 8x8 x1, c192 hw28 4x8 x2 (tied), c768 hw7 4x8 x4."""
+    if problem.r * problem.s > 9 and problem.out_w >= 14:
+        rows, width, vec = 8, 8, 1
+    else:
+        width = _pow2_between(problem.out_w, 4, 8)
+        rows = 8 if problem.out_w >= 28 and problem.c >= 64 and width == 8 else 4
+        vec = 4 if problem.c >= 384 else 2 if problem.c >= 192 else 1
+    config = LaunchConfig(block_m=rows * width, block_n=32 * vec, block_k=width, num_warps=1, num_stages=1)
     while halo_tiling(problem, config).shared_bytes(problem) > MAX_HALO_SHARED_BYTES and config.block_n > 32:
         config = replace(config, block_n=config.block_n // 2)
     while halo_tiling(problem, config).shared_bytes(problem) > MAX_HALO_SHARED_BYTES and config.block_m > 16:
