@@ -11,12 +11,18 @@ roofline, the 7x7 rows at 6-10%).
 Here a program owns a ``TILE_H`` x ``TILE_W`` tile of output pixels of one image and
 ``BLOCK_C`` channels (channels_last). It copies the input halo its taps read (HH x WW pixels,
 HH = (TILE_H-1)*U + (R-1)*dil_h + 1) into shared memory once, by 16-byte cp.async copies
-zero-filled outside the image (the padding: no masks afterwards), and the filter as fp32.
-Then, pixel by pixel, each tap is one shared-memory row: halo pixel
-(p*U + r*dil_h, q*V + s*dil_w), at an offset known at compile time from the pixel's base,
-loaded as the thread's ``VEC`` channels, converted to fp32, multiplied by the tap's weights
-and added: about two instructions a multiply-add (load, convert, FMA) where the global-memory
-kernels spend five.
+zero-filled outside the image (the padding: no masks afterwards), and loads the filter as
+fp32: into registers, one vector a tap, where R*S x VEC values a thread fit
+(``WEIGHT_REGISTERS``), else into a shared-memory table. Then, pixel by pixel, each tap is one
+shared-memory row: halo pixel (p*U + r*dil_h, q*V + s*dil_w), at an offset known at compile
+time from the pixel's base, loaded as the thread's ``VEC`` channels, converted to fp32,
+multiplied by the tap's weights and added: 2.4-2.8 instructions a multiply-add in the sm_90
+SASS (load, convert, FMA) where the global-memory kernels spend about five.
+
+One warp holds a halo of its own: warps cannot split one halo's pixels (their rows would be a
+strided subview, below), so the shared memory a warp takes bounds the warps an SM runs. On an
+H200 (session 12) the kernel is latency-bound: the 7x7 c96 hw56 row ran 73.7 us where its
+multiply-adds at that instruction count need about 33.
 
 Why pixel by pixel: a tap's window of a 2D tile is the halo shifted by the tap's offset,
 and Triton 3.6's shared-memory subviews must start at multiples of their own length (the

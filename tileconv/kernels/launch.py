@@ -260,10 +260,19 @@ WS_PINGPONG_CONSUMER_REGS = 216  # the second MMA warpgroup's; the first gets wh
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
+def _nvidia_capability() -> tuple[int, int] | None:
+    """This process's NVIDIA GPU's compute capability, or None (no GPU, or a ROCm build, whose
+    capabilities, (9, 4) for an MI300, are not NVIDIA's)."""
+    if torch.version.hip is not None or not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_capability()
+
+
 @functools.cache
 def _is_hopper() -> bool:
     """Whether this process's GPU is a Hopper (sm_90): asked once (dispatch asks on every call)."""
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+    capability = _nvidia_capability()
+    return capability is not None and capability[0] == 9
 
 
 def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -680,8 +689,9 @@ def depthwise_halo_unsupported_reason(problem: ConvProblem) -> str | None:
 
 @functools.cache
 def _has_cp_async() -> bool:
-    """Whether this process's GPU has cp.async (sm_80 and newer): asked once."""
-    return torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8
+    """Whether this process's GPU has cp.async (NVIDIA sm_80 and newer): asked once."""
+    capability = _nvidia_capability()
+    return capability is not None and capability[0] >= 8
 
 
 def launch_depthwise_halo(
