@@ -562,3 +562,22 @@ def test_tune_model_tunes_each_convolution_the_model_runs_once(device, seed):
     plain = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3)).to(device)
     with pytest.raises(ValueError, match="ran no tileconv convolution"):
         tileconv.tune_model(plain, x, device=device)
+
+
+def test_gluon_kernels_are_offered_on_nvidia_gpus_only(monkeypatch):
+    """The Gluon kernels' capability checks: a Hopper for implicit_gemm_ws, sm_80 and newer for
+    depthwise_halo's cp.async, and neither on a ROCm build, whose devices report capabilities of
+    their own ((9, 4) for an MI300)."""
+    from tileconv.kernels import launch
+
+    def answers(hip, capability):
+        monkeypatch.setattr(torch.version, "hip", hip)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: capability is not None)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *args: capability)
+        return launch._is_hopper.__wrapped__(), launch._has_cp_async.__wrapped__()
+
+    assert answers(None, (9, 0)) == (True, True)
+    assert answers(None, (8, 0)) == (False, True)
+    assert answers(None, (7, 5)) == (False, False)
+    assert answers(None, None) == (False, False)
+    assert answers("6.2", (9, 4)) == (False, False)
