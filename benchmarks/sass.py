@@ -144,6 +144,15 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
     layout = "nchw" if algorithm in ("staged_nhwc", "gemm_1x1_nchw") else "nhwc"
     problem = case.problem(torch.float16, layout, "bias_relu", batch=2)
     config = config or default_config(problem, algorithm)
+    return {"algorithm": algorithm, "case": case_name, "int64": int64, "config": str(config),
+            **inspect_problem(problem, algorithm, config, int64, which)}
+
+
+def inspect_problem(problem, algorithm: str, config: LaunchConfig, int64: bool = False,
+                    which: str | None = None) -> dict:
+    """The compile under :func:`inspect`, for any ``problem``: ``algorithm``'s launch (``which``
+    of them where it makes several) compiled for sm_90 with ``config``; its kernel's name,
+    shared memory and SASS counts."""
     launched = record_launches(problem, algorithm, config)
     if which is None:
         (kernel_name, recorder), = launched.items()
@@ -154,8 +163,7 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
         kwargs["INT64"] = True
     source, options = _specialise(recorder.kernel, args, dict(kwargs))
     compiled = triton.compile(source, target=TARGET, options=options)
-    return {"algorithm": algorithm, "case": case_name, "int64": int64, "kernel": kernel_name, "config": str(config),
-            "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+    return {"kernel": kernel_name, "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
 def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorithm: str | None = None,

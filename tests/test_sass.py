@@ -108,7 +108,7 @@ def test_depthwise_halo_copies_are_16_bytes_whatever_c_divides():
     image stride of 504 values (C = 8 on 7x9 images) until the kernel said it was 16-byte aligned
     (the GPU runs of session 12 failed eight cases so). Compiled for sm_90 without a GPU."""
     code = """
-import json, sys, torch, triton
+import json, sys, torch
 sys.path.insert(0, "benchmarks")
 import sass
 from tileconv.kernels import LaunchConfig
@@ -117,10 +117,7 @@ rows = []
 for c, dtype in ((24, torch.float16), (40, torch.bfloat16), (12, torch.float32), (8, torch.float16)):
     # two images of 7x9 pixels: the image stride (504 values at C = 8) is not a multiple of 16 either
     problem = ConvProblem(2, c, 7, 9, c, 3, 3, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc")
-    (recorder,) = sass.record_launches(problem, "depthwise_halo", LaunchConfig(32, 32, 8, num_warps=1)).values()
-    args, kwargs = recorder.calls[0]
-    source, options = sass._specialise(recorder.kernel, args, dict(kwargs))
-    counts = sass._sass_counts(triton.compile(source, target=sass.TARGET, options=options).asm["cubin"])
+    counts = sass.inspect_problem(problem, "depthwise_halo", LaunchConfig(32, 32, 8, num_warps=1))
     rows.append([c, counts["LDGSTS"], counts["LDGSTS.128"]])
 print(json.dumps(rows))
 """

@@ -565,8 +565,8 @@ def depthwise_plane_candidates(problem: ConvProblem, limits: DeviceLimits | None
     return list(dict.fromkeys(fitted))
 
 
-# depthwise_halo (tile rows, tile columns, warps): a spread around the heuristics' 8x8 tile,
-# written before any GPU measurement; each with 1, 2 and 4 channels a thread.
+# depthwise_halo (tile rows, tile columns, warps), each with 1, 2 and 4 channels a thread: the
+# list session 12's tuning raced on an H200 (its winners were 4x8 and 8x8 tiles on one warp).
 _DEPTHWISE_HALO_BASE: tuple[tuple[int, int, int], ...] = ((8, 8, 1), (4, 8, 1), (8, 16, 1), (8, 8, 2))
 
 

@@ -52,7 +52,8 @@ SM_COUNT_HINT = 132
 
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
-    'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7), 'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
+    'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
+    'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
     merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
     'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and

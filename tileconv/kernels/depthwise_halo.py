@@ -127,8 +127,8 @@ def conv2d_depthwise_halo_kernel(
     # (WEIGHT_REGISTERS), else tap t at row t of a shared-memory table.
     c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
     mask_c = c_idx < C
-    taps = ()
     if WEIGHT_REGISTERS:
+        taps = ()
         for t in gl.static_range(R * S):
             taps = taps + (gl.load(w_ptr + c_idx + ((t // S) * stride_wr + (t % S) * stride_ws), mask=mask_c,
                                    other=0.0).to(gl.float32),)
