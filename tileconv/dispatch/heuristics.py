@@ -491,8 +491,12 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
     if algorithm == "depthwise":
         if INTERPRET:
             return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)
-        channels = problem.c if gradient == "dgrad" else problem.k
-        block_n = _pow2_between(channels, 8, 64 if problem.layout == "nhwc" else 16)
+        if gradient == "wgrad":
+            # A tile of 128 pixels x up to 32 channels (NHWC; 16 in NCHW, whose pixels are
+            # contiguous): its dy stays in registers while every tap reads its input tile.
+            block_n = _pow2_between(problem.k, 8, 32 if problem.layout == "nhwc" else 16)
+            return BackwardConfig(block_m=128, block_n=block_n, num_warps=4, num_stages=1)
+        block_n = _pow2_between(problem.c, 8, 64 if problem.layout == "nhwc" else 16)
         return BackwardConfig(block_m=128 if block_n <= 16 else 64, block_n=block_n, num_warps=4, num_stages=1)
     if gradient == "dgrad":  # pixels x input channels, reduction over K/g
         if INTERPRET:

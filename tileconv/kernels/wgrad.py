@@ -21,7 +21,8 @@ weight's (c, r, s). Without split-K, a 1x1 weight is written directly.
 
 - :func:`conv2d_wgrad_kernel` (tensor cores): A[k, m] = dy, B[m, t] = x (gathered).
 - :func:`conv2d_wgrad_depthwise_kernel` (CUDA cores): groups = C leaves a 1 x R*S GEMM per
-  channel; instead each program reduces a [pixels, channels] tile per tap (r, s).
+  channel; instead each program holds a [pixels, channels] tile of dy and reduces it
+  against every tap's shifted input tile.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ _TARGET_PROGRAMS = 2 * 132
 # partial sums (4 bytes per weight element per split) stay small beside the reduction.
 _MIN_STEPS_PER_SPLIT = 8
 _MAX_SPLIT = 256
-FINISH_BLOCK = 256  # wgrad_finish_kernel: weight elements per program
+# The CUDA-core depthwise wgrad hides its load latency with many warps: about eight 4-warp
+# programs an SM.
+_CUDA_CORE_PROGRAMS = 8 * 132
+_CUDA_CORE_MIN_STEPS = 2  # its tiles cost the same however few a split has
+FINISH_TILE = 4096  # wgrad_finish_kernel: splits x weight elements a program sums at a time
+FINISH_MAX_SPLITS = 64  # splits a step at most (the rest of the tile: elements)
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -190,29 +196,30 @@ def wgrad_finish_kernel(
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "K", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
-                               "S", "CHUNK"])
+                               "R", "S", "CHUNK"])
 def conv2d_wgrad_depthwise_kernel(
     dy_ptr,  # upstream gradient [N, K, P, Q]
     x_ptr,  # input [N, C, H, W], C = K / MULTIPLIER
-    out_ptr,  # [SPLIT, K, 1, R, S] through stride_os and stride_ok.. (written)
+    out_ptr,  # [SPLIT, K, 1, R, S] fp32 partial sums through stride_os and stride_ok.. (written)
     N, H, W, P, Q, K,
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_dn, stride_dk, stride_dp, stride_dq,
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_os, stride_ok, stride_oc, stride_or, stride_ow,
-    S,
+    R, S,
     CHUNK,  # pixels per split, a multiple of BLOCK_M
     MULTIPLIER: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
 ):
     """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
-    Grid: (channel blocks, taps r*S + s, splits)."""
+    Grid: (channel blocks, splits). A program walks its CHUNK of output pixels a tile of
+    BLOCK_M at a time; each tile's dy is loaded once and held while every tap (r, s) reads
+    its shifted input tile, so the taps' overlapping input reads hit L1 (one tap a program,
+    the first form, read dy and x from L2 once a tap). The tile's sum for each tap is added
+    to this split's partial sums in place (the same thread reads and writes each one)."""
     L = pixel_count(N, P, Q, INT64)
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
-    tap = tl.program_id(1)
-    split = tl.program_id(2)
-    r = tap // S
-    s = tap % S
+    split = tl.program_id(1)
     offs_pix = tl.arange(0, BLOCK_M)
     if INT64:
         split = split.to(tl.int64)
@@ -223,37 +230,46 @@ def conv2d_wgrad_depthwise_kernel(
     mask_c = offs_c < K
     dy_chan = dy_ptr + (offs_c * stride_dk)[None, :]
     x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, :]
-
-    acc = tl.zeros((BLOCK_M, BLOCK_C), dtype=tl.float32)
-    for m0 in range(0, CHUNK, BLOCK_M):
-        m = start + m0 + offs_pix
+    partial = out_ptr + split * stride_os + offs_c * stride_ok
+    for m0 in range(start, end, BLOCK_M):
+        m = m0 + offs_pix
         mask_pix = m < end
         n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
-        ih = ih0 + r * dil_h
-        iw = iw0 + s * dil_w
-        in_bounds = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
-                      mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
-        xv = tl.load(x_chan + (n_idx * stride_xn + ih * stride_xh + iw * stride_xw)[:, None],
-                     mask=in_bounds[:, None] & mask_c[None, :], other=0.0)
-        acc += dyv.to(tl.float32) * xv.to(tl.float32)
-    total = tl.sum(acc, axis=0)
-    tl.store(out_ptr + split * stride_os + offs_c * stride_ok + r * stride_or + s * stride_ow,
-             total.to(out_ptr.dtype.element_ty), mask=mask_c)
+                      mask=mask_pix[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
+        x_pix = x_chan + (n_idx * stride_xn + ih0 * stride_xh + iw0 * stride_xw)[:, None]
+        r = 0
+        s = 0
+        for _ in range(0, R * S):
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            in_bounds = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            xv = tl.load(x_pix + (r * dil_h * stride_xh + s * dil_w * stride_xw),
+                         mask=in_bounds[:, None] & mask_c[None, :], other=0.0)
+            tap_sum = tl.sum(dyv * xv.to(tl.float32), axis=0)
+            tap_ptrs = partial + r * stride_or + s * stride_ow
+            # The first tile of the split writes its sums, later ones add to them.
+            before = tl.load(tap_ptrs, mask=mask_c & (m0 > start), other=0.0)
+            tl.store(tap_ptrs, before + tap_sum, mask=mask_c)
+            s += 1
+            next_row = s == S
+            s = tl.where(next_row, 0, s)
+            r = tl.where(next_row, r + 1, r)
 
 
 # ------------------------------------------------------------------------- launchers
-def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0, cap: int = _MAX_SPLIT) -> int:
+def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0, cap: int = _MAX_SPLIT,
+                   target: int = _TARGET_PROGRAMS, min_steps: int = _MIN_STEPS_PER_SPLIT) -> int:
     """How many programs share a reduction of ``reduction`` pixels in steps of ``block``,
     when ``tiles`` programs would exist without splitting. ``requested`` > 0 is obeyed
     (tests pin it); 0 splits only when the grid is short of two waves and each split
-    keeps :data:`_MIN_STEPS_PER_SPLIT` steps, and at most ``cap`` ways
-    (:func:`partial_sum_cap`). ``tune --pass wgrad`` races this choice against 1, 4 and
-    16 splits."""
+    keeps ``min_steps`` steps, and at most ``cap`` ways
+    (:func:`partial_sum_cap`); ``target`` programs in all. ``tune --pass wgrad`` races this
+    choice against 1, 4 and 16 splits."""
     if requested > 0:
         return max(1, min(requested, cdiv(reduction, block)))
-    most = max(1, reduction // (_MIN_STEPS_PER_SPLIT * block))
-    wanted = cdiv(_TARGET_PROGRAMS, max(tiles, 1))
+    most = max(1, reduction // (min_steps * block))
+    wanted = cdiv(target, max(tiles, 1))
     return max(1, min(most, wanted, cap, _MAX_SPLIT))
 
 
@@ -284,10 +300,13 @@ def _sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torc
     (:mod:`tileconv.call_plans`) repeats it)."""
     columns = problem.c_per_group * problem.r * problem.s
     elements = problem.k * columns
-    block_s = min(16, 1 << (split - 1).bit_length())  # a power of two covering the splits, at most 16
-    launch(wgrad_finish_kernel, (cdiv(elements, FINISH_BLOCK),),
+    # A power of two covering the splits, at most FINISH_MAX_SPLITS: a small weight with
+    # hundreds of splits (the depthwise kernel's) is summed in a few wide steps.
+    block_s = min(FINISH_MAX_SPLITS, 1 << (split - 1).bit_length())
+    block_e = FINISH_TILE // block_s
+    launch(wgrad_finish_kernel, (cdiv(elements, block_e),),
            workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, split,
-           *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=FINISH_BLOCK, num_warps=4)
+           *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=block_e, num_warps=4)
 
 
 def launch_wgrad_implicit_gemm(
@@ -348,19 +367,26 @@ def launch_wgrad_depthwise(
     problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
     config: BackwardConfig,
 ):
-    """Depthwise wgrad on the CUDA cores: ``config.block_m`` pixels x ``block_n`` channels per step."""
+    """Depthwise wgrad on the CUDA cores: tiles of ``config.block_m`` pixels x ``block_n``
+    channels, every tap of a tile before the next tile; ``split_k`` programs a channel block
+    share the pixels (0: :func:`choose_split_k` with a CUDA-core kernel's many programs)."""
     reduction = problem.gemm_m
-    tiles = cdiv(problem.k, config.block_n) * problem.r * problem.s
-    chunk, split = _chunk(reduction, choose_split_k(reduction, config.block_m, tiles, config.split_k), config.block_m)
+    channel_blocks = cdiv(problem.k, config.block_n)
+    # Each split writes, and the finish reads, K*R*S fp32 partial sums: at most the inputs'
+    # own bytes in all (a 31x31 filter has 961 a channel).
+    cap = max(1, problem.gemm_m * (problem.k + problem.c) * problem.itemsize // (problem.k * problem.r * problem.s * 8))
+    wanted = choose_split_k(reduction, config.block_m, channel_blocks, config.split_k, cap,
+                            target=_CUDA_CORE_PROGRAMS, min_steps=_CUDA_CORE_MIN_STEPS)
+    chunk, split = _chunk(reduction, wanted, config.block_m)
     # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
-    launch(conv2d_wgrad_depthwise_kernel, (cdiv(problem.k, config.block_n), problem.r * problem.s, split),
+    launch(conv2d_wgrad_depthwise_kernel, (channel_blocks, split),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
         *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
-        problem.s, chunk,
+        problem.r, problem.s, chunk,
         MULTIPLIER=problem.k // problem.c,
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
