@@ -10,7 +10,6 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
     python3 benchmarks/probe.py ws       # implicit_gemm_ws (Gluon, warp-specialized) on the dense rows, fp16 and TF32
     python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
-    python3 benchmarks/probe.py l1       # implicit_gemm_ws's reduction order: taps inner (L1-cached copies) or outer
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -202,35 +201,6 @@ elif mode == "ws":
             algo, hc = select(p)
             bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
             bench_problem(f"{name} {dt} ws", p, [c if dt == "fp16" else _replace(c, block_k=32) for c in ws], "implicit_gemm_ws")
-elif mode == "l1":
-    # implicit_gemm_ws with its reduction in both orders (launch.WS_TAPS_INNER): every tap of a
-    # channel block first, the input copies 8 bytes wide through L1, against every channel block
-    # of a tap first, 16-byte copies through L2 only; fp16 and TF32 NHWC, the rows with 3x3
-    # filters (a second argument, comma-separated, picks rows whose name contains one of its parts).
-    from dataclasses import replace as _replace
-
-    from tileconv.dispatch import clear_selection_cache
-    from tileconv.kernels import launch as L
-    ws = [C(128,128,64,8,8,4), C(128,256,64,8,8,4), C(128,128,64,8,4,4), C(64,128,64,8,4,5)]
-    names = ("seed000", "r50 c64 hw56 k64 3x3/1", "r50 c128 hw28 k128 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512 3x3/1",
-             "r50 c128 hw56 k128 3x3/2", "r50 c256 hw28 k256 3x3/2", "r50 c512 hw14 k512 3x3/2",
-             "seed001 c64 hw128 k256", "vae c512 hw64 k512")
-    if len(sys.argv) > 2:
-        names = tuple(n for n in names if any(part in n for part in sys.argv[2].split(",")))
-    cases = {c.name: c for s in ("seed", "resnet50", "vae") for c in get_suite(s)}
-    for dt in ("fp16", "tf32"):
-        for name in names:
-            p = cases[name].problem(torch.float32 if dt == "tf32" else torch.float16, "nhwc")
-            if dt == "tf32":
-                p = _replace(p, allow_tf32=True)
-            cfgs = [c if dt == "fp16" else _replace(c, block_k=32) for c in ws]
-            algo, hc = select(p)
-            bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
-            for inner in (False, True):
-                L.WS_TAPS_INNER = inner
-                clear_selection_cache()
-                bench_problem(f"{name} {dt} ws {'taps-inner' if inner else 'taps-outer'}", p, cfgs, "implicit_gemm_ws")
-    sys.exit(0)
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
     # suite's rows up to 7x7 (fp16 NHWC; a second argument, comma-separated, picks rows whose name
