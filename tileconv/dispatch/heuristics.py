@@ -492,10 +492,12 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
         if INTERPRET:
             return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)
         if gradient == "wgrad":
-            # A tile of 128 pixels x up to 32 channels (NHWC; 16 in NCHW, whose pixels are
-            # contiguous): its dy stays in registers while every tap reads its input tile.
+            # Up to 32 channels (NHWC; 16 in NCHW, whose pixels are contiguous) x pixels such
+            # that the accumulators of a filter row's taps (S rounded up to a power of two)
+            # come to 8192 in all, 64 registers a thread.
             block_n = _pow2_between(problem.k, 8, 32 if problem.layout == "nhwc" else 16)
-            return BackwardConfig(block_m=128, block_n=block_n, num_warps=4, num_stages=1)
+            block_m = max(4, 8192 // (_pow2_between(problem.s, 1, 64) * block_n))
+            return BackwardConfig(block_m=min(block_m, 256), block_n=block_n, num_warps=4, num_stages=1)
         block_n = _pow2_between(problem.c, 8, 64 if problem.layout == "nhwc" else 16)
         return BackwardConfig(block_m=128 if block_n <= 16 else 64, block_n=block_n, num_warps=4, num_stages=1)
     if gradient == "dgrad":  # pixels x input channels, reduction over K/g

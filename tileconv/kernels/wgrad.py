@@ -21,8 +21,8 @@ weight's (c, r, s). Without split-K, a 1x1 weight is written directly.
 
 - :func:`conv2d_wgrad_kernel` (tensor cores): A[k, m] = dy, B[m, t] = x (gathered).
 - :func:`conv2d_wgrad_depthwise_kernel` (CUDA cores): groups = C leaves a 1 x R*S GEMM per
-  channel; instead each program holds a [pixels, channels] tile of dy and reduces it
-  against every tap's shifted input tile.
+  channel; instead each program multiplies [pixels, channels] tiles of dy with the input
+  tiles of every tap of one filter row, one accumulator a tap.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ _MAX_SPLIT = 256
 # The CUDA-core depthwise wgrad hides its load latency with many warps: about eight 4-warp
 # programs an SM.
 _CUDA_CORE_PROGRAMS = 8 * 132
-_CUDA_CORE_MIN_STEPS = 2  # its tiles cost the same however few a split has
 FINISH_TILE = 4096  # wgrad_finish_kernel: splits x weight elements a program sums at a time
 FINISH_MAX_SPLITS = 64  # splits a step at most (the rest of the tile: elements)
 
@@ -196,7 +195,7 @@ def wgrad_finish_kernel(
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "K", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
-                               "R", "S", "CHUNK"])
+                               "S", "CHUNK"])
 def conv2d_wgrad_depthwise_kernel(
     dy_ptr,  # upstream gradient [N, K, P, Q]
     x_ptr,  # input [N, C, H, W], C = K / MULTIPLIER
@@ -206,21 +205,26 @@ def conv2d_wgrad_depthwise_kernel(
     stride_dn, stride_dk, stride_dp, stride_dq,
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_os, stride_ok, stride_oc, stride_or, stride_ow,
-    R, S,
+    S,
     CHUNK,  # pixels per split, a multiple of BLOCK_M
     MULTIPLIER: tl.constexpr,
+    BLOCK_S: tl.constexpr,  # S rounded up to a power of two
     BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
 ):
     """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
-    Grid: (channel blocks, splits). A program walks its CHUNK of output pixels a tile of
-    BLOCK_M at a time; each tile's dy is loaded once and held while every tap (r, s) reads
-    its shifted input tile, so the taps' overlapping input reads hit L1 (one tap a program,
-    the first form, read dy and x from L2 once a tap). The tile's sum for each tap is added
-    to this split's partial sums in place (the same thread reads and writes each one)."""
+    Grid: (channel blocks, filter rows r, splits). A program walks its CHUNK of output pixels
+    a tile of BLOCK_M at a time and multiplies each tile's dy (loaded once) with the input
+    tiles of every tap of its filter row at once (a [BLOCK_S, BLOCK_M, BLOCK_C] gather whose
+    shifted rows overlap, so most of it hits L1), accumulating per tap; one reduction over
+    the pixels at the end. (One tap a program read dy and x from L2 once a tap, at ~8 warps
+    an SM; summing each tile's products per tap in place cost a block-wide reduction a tap
+    a tile, slower still: benchmarks/NOTES.md, session 13.)"""
     L = pixel_count(N, P, Q, INT64)
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
-    split = tl.program_id(1)
+    r = tl.program_id(1)
+    split = tl.program_id(2)
     offs_pix = tl.arange(0, BLOCK_M)
+    offs_s = tl.arange(0, BLOCK_S)
     if INT64:
         split = split.to(tl.int64)
         offs_c = offs_c.to(tl.int64)
@@ -228,33 +232,27 @@ def conv2d_wgrad_depthwise_kernel(
     start = split * CHUNK
     end = tl.minimum(start + CHUNK, L)
     mask_c = offs_c < K
+    mask_s = offs_s < S
     dy_chan = dy_ptr + (offs_c * stride_dk)[None, :]
-    x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, :]
-    partial = out_ptr + split * stride_os + offs_c * stride_ok
+    x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, None, :]
+    tap_offs = (offs_s * (dil_w * stride_xw))[:, None, None]
+
+    acc = tl.zeros((BLOCK_S, BLOCK_M, BLOCK_C), dtype=tl.float32)
     for m0 in range(start, end, BLOCK_M):
         m = m0 + offs_pix
         mask_pix = m < end
         n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
         dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
-                      mask=mask_pix[:, None] & mask_c[None, :], other=0.0).to(tl.float32)
-        x_pix = x_chan + (n_idx * stride_xn + ih0 * stride_xh + iw0 * stride_xw)[:, None]
-        r = 0
-        s = 0
-        for _ in range(0, R * S):
-            ih = ih0 + r * dil_h
-            iw = iw0 + s * dil_w
-            in_bounds = mask_pix & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-            xv = tl.load(x_pix + (r * dil_h * stride_xh + s * dil_w * stride_xw),
-                         mask=in_bounds[:, None] & mask_c[None, :], other=0.0)
-            tap_sum = tl.sum(dyv * xv.to(tl.float32), axis=0)
-            tap_ptrs = partial + r * stride_or + s * stride_ow
-            # The first tile of the split writes its sums, later ones add to them.
-            before = tl.load(tap_ptrs, mask=mask_c & (m0 > start), other=0.0)
-            tl.store(tap_ptrs, before + tap_sum, mask=mask_c)
-            s += 1
-            next_row = s == S
-            s = tl.where(next_row, 0, s)
-            r = tl.where(next_row, r + 1, r)
+                      mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
+        ih = ih0 + r * dil_h
+        iw = iw0[None, :] + (offs_s * dil_w)[:, None]  # [BLOCK_S, BLOCK_M]
+        inside = (mask_pix & (ih >= 0) & (ih < H))[None, :] & mask_s[:, None] & (iw >= 0) & (iw < W)
+        x_pix = (n_idx * stride_xn + ih * stride_xh + iw0 * stride_xw)[None, :, None]
+        xv = tl.load(x_chan + x_pix + tap_offs, mask=inside[:, :, None] & mask_c[None, None, :], other=0.0)
+        acc += dyv.to(tl.float32)[None, :, :] * xv.to(tl.float32)
+    total = tl.sum(acc, axis=1)  # [BLOCK_S, BLOCK_C]
+    tl.store(out_ptr + split * stride_os + (offs_c * stride_ok)[None, :] + r * stride_or + (offs_s * stride_ow)[:, None],
+             total, mask=mask_s[:, None] & mask_c[None, :])
 
 
 # ------------------------------------------------------------------------- launchers
@@ -368,26 +366,25 @@ def launch_wgrad_depthwise(
     config: BackwardConfig,
 ):
     """Depthwise wgrad on the CUDA cores: tiles of ``config.block_m`` pixels x ``block_n``
-    channels, every tap of a tile before the next tile; ``split_k`` programs a channel block
-    share the pixels (0: :func:`choose_split_k` with a CUDA-core kernel's many programs)."""
+    channels, one filter row a program; ``split_k`` programs a (channel block, filter row)
+    share the pixels (0: :func:`choose_split_k`, for ~8 programs an SM)."""
     reduction = problem.gemm_m
-    channel_blocks = cdiv(problem.k, config.block_n)
+    tiles = cdiv(problem.k, config.block_n) * problem.r
     # Each split writes, and the finish reads, K*R*S fp32 partial sums: at most the inputs'
     # own bytes in all (a 31x31 filter has 961 a channel).
     cap = max(1, problem.gemm_m * (problem.k + problem.c) * problem.itemsize // (problem.k * problem.r * problem.s * 8))
-    wanted = choose_split_k(reduction, config.block_m, channel_blocks, config.split_k, cap,
-                            target=_CUDA_CORE_PROGRAMS, min_steps=_CUDA_CORE_MIN_STEPS)
+    wanted = choose_split_k(reduction, config.block_m, tiles, config.split_k, cap, target=_CUDA_CORE_PROGRAMS)
     chunk, split = _chunk(reduction, wanted, config.block_m)
     # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
-    launch(conv2d_wgrad_depthwise_kernel, (channel_blocks, split),
+    launch(conv2d_wgrad_depthwise_kernel, (cdiv(problem.k, config.block_n), problem.r, split),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1],
         *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
-        problem.r, problem.s, chunk,
-        MULTIPLIER=problem.k // problem.c,
+        problem.s, chunk,
+        MULTIPLIER=problem.k // problem.c, BLOCK_S=triton.next_power_of_2(problem.s),
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
