@@ -194,7 +194,10 @@ def wgrad_finish_kernel(
              total.to(out_ptr.dtype.element_ty), mask=mask_e)
 
 
-@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "K", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
+# K is specialised (not in do_not_specialize): a channel count divisible by 16 lets the
+# channel masks hold over 16-byte groups, and the loads go 16 bytes wide (with K left
+# unspecialised, sm_90 SASS loaded every element by itself: LDG.E.U16).
+@triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
                                "S", "CHUNK"])
 def conv2d_wgrad_depthwise_kernel(
     dy_ptr,  # upstream gradient [N, K, P, Q]
@@ -234,7 +237,10 @@ def conv2d_wgrad_depthwise_kernel(
     mask_c = offs_c < K
     mask_s = offs_s < S
     dy_chan = dy_ptr + (offs_c * stride_dk)[None, :]
-    x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, None, :]
+    if MULTIPLIER == 1:  # (offs_c // 1 would hide from the compiler that the channels are contiguous)
+        x_chan = x_ptr + (offs_c * stride_xc)[None, None, :]
+    else:
+        x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, None, :]
     tap_offs = (offs_s * (dil_w * stride_xw))[:, None, None]
 
     acc = tl.zeros((BLOCK_S, BLOCK_M, BLOCK_C), dtype=tl.float32)
