@@ -71,6 +71,12 @@ def test_fast_paths_use_hopper_instructions():
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
         if algorithm == "depthwise_halo":  # the halo by 16-byte cp.async; the taps from shared memory, no global loads
             assert row["LDGSTS.128"] > 0 and row["LDG.128"] == 0, where
+        # The CUDA-core depthwise backward reads channels_last rows 16 bytes a load (with the
+        # channel count unspecialised, and offs_c // 1 in the index, every element went alone).
+        if row["kernel"] == "conv2d_wgrad_depthwise_kernel":
+            assert row["LDG.128"] > 0 and row["LDG.128"] == row["LDG"], "narrow loads: " + where
+        if row["kernel"] == "conv2d_dgrad_depthwise_kernel":  # (the weight's taps are scalars)
+            assert row["LDG.128"] > 0 and row["STG.128"] == row["STG"], "narrow loads or stores: " + where
 
 
 def test_dense_heuristic_launches_neither_spill_nor_serialize_wgmma():

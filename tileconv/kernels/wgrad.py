@@ -236,7 +236,10 @@ def conv2d_wgrad_depthwise_kernel(
     end = tl.minimum(start + CHUNK, L)
     mask_c = offs_c < K
     mask_s = offs_s < S
-    dy_chan = dy_ptr + (offs_c * stride_dk)[None, :]
+    # dy's pointers are [BLOCK_S, BLOCK_M, BLOCK_C] too, the same for every s: loaded in the
+    # accumulator's own layout (the L1 serves the repeats), where a [BLOCK_M, BLOCK_C] load
+    # broadcast over s cost a shared-memory layout conversion every tile.
+    dy_chan = dy_ptr + (offs_c * stride_dk)[None, None, :] + (offs_s * 0)[:, None, None]
     if MULTIPLIER == 1:  # (offs_c // 1 would hide from the compiler that the channels are contiguous)
         x_chan = x_ptr + (offs_c * stride_xc)[None, None, :]
     else:
@@ -248,14 +251,14 @@ def conv2d_wgrad_depthwise_kernel(
         m = m0 + offs_pix
         mask_pix = m < end
         n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
-        dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
-                      mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
+        dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :, None],
+                      mask=mask_pix[None, :, None] & mask_c[None, None, :], other=0.0)
         ih = ih0 + r * dil_h
         iw = iw0[None, :] + (offs_s * dil_w)[:, None]  # [BLOCK_S, BLOCK_M]
         inside = (mask_pix & (ih >= 0) & (ih < H))[None, :] & mask_s[:, None] & (iw >= 0) & (iw < W)
         x_pix = (n_idx * stride_xn + ih * stride_xh + iw0 * stride_xw)[None, :, None]
         xv = tl.load(x_chan + x_pix + tap_offs, mask=inside[:, :, None] & mask_c[None, None, :], other=0.0)
-        acc += dyv.to(tl.float32)[None, :, :] * xv.to(tl.float32)
+        acc += dyv.to(tl.float32) * xv.to(tl.float32)
     total = tl.sum(acc, axis=1)  # [BLOCK_S, BLOCK_C]
     tl.store(out_ptr + split * stride_os + (offs_c * stride_ok)[None, :] + r * stride_or + (offs_s * stride_ow)[:, None],
              total, mask=mask_s[:, None] & mask_c[None, :])
