@@ -26,6 +26,8 @@
 #                                        benchmarks/probe.py rows, verify's random cases
 #   bash benchmarks/record.sh halo       depthwise_halo: its GPU tests (and the suites it broke once), the
 #                                        depthwise suite (heuristics, tuned), verify's random cases
+#   bash benchmarks/record.sh dw-bwd     the depthwise backward: its GPU tests, depthwise dgrad and wgrad
+#                                        (heuristics, then tune --pass bwd and tuned), resnet50 wgrad (heuristics)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -298,6 +300,22 @@ rows)
     save
     TAILN=12 step verify "${VERIFY_S:-90}" python -m tileconv verify --cases "${CASES:-400}" --seed 10 --algo each --device cuda --jobs 14 \
         --json "$R/verify.json"
+    save
+    ;;
+dw-bwd)
+    TAILN=2 step tests-bwd 120 python -m pytest -q -p no:cacheprovider -n 8 tests/test_autograd.py tests/test_tune_backward.py
+    for p in dgrad wgrad; do
+        TAILN=3 step "depthwise-$p-heuristics" 120 python -m tileconv bench --suite depthwise --pass $p \
+            --json "$R/depthwise-float16-nhwc-$p-heuristics.json"
+    done
+    save
+    TAILN=1 step tune-dw-bwd 200 python -m tileconv tune --suite depthwise --pass bwd
+    for p in dgrad wgrad; do
+        TAILN=3 step "depthwise-$p" 100 python -m tileconv bench --suite depthwise --pass $p \
+            --json "$R/depthwise-float16-nhwc-$p.json"
+    done
+    TAILN=3 step resnet50-wgrad-heuristics 100 python -m tileconv bench --suite resnet50 --pass wgrad \
+        --json "$R/resnet50-float16-nhwc-wgrad-heuristics.json"
     save
     ;;
 model)
