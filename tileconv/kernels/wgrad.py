@@ -218,9 +218,12 @@ def conv2d_wgrad_depthwise_kernel(
     """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
     Grid: (channel blocks, filter rows r, splits). A program walks its CHUNK of output pixels
     a tile of BLOCK_M at a time and multiplies each tile's dy (loaded once) with the input
-    tiles of every tap of its filter row at once (a [BLOCK_S, BLOCK_M, BLOCK_C] gather whose
+    tiles of every tap of its filter row at once (a [BLOCK_M, BLOCK_S, BLOCK_C] gather whose
     shifted rows overlap, so most of it hits L1), accumulating per tap; one reduction over
-    the pixels at the end. (One tap a program read dy and x from L2 once a tap, at ~8 warps
+    the pixels at the end. Pixels come first: the compiler spreads threads over channels,
+    then over the first other dimension, so a thread holds all the taps of its pixels and
+    dy broadcasts over them in registers (taps first put them on different threads: each
+    thread converted dy again, and dy moved through shared memory every tile). (One tap a program read dy and x from L2 once a tap, at ~8 warps
     an SM; summing each tile's products per tap in place cost a block-wide reduction a tap
     a tile, slower still: benchmarks/NOTES.md, session 13.)"""
     L = pixel_count(N, P, Q, INT64)
@@ -242,25 +245,22 @@ def conv2d_wgrad_depthwise_kernel(
         x_chan = x_ptr + (offs_c * stride_xc)[None, None, :]
     else:
         x_chan = x_ptr + ((offs_c // MULTIPLIER) * stride_xc)[None, None, :]
-    tap_offs = (offs_s * (dil_w * stride_xw))[:, None, None]
+    tap_offs = (offs_s * (dil_w * stride_xw))[None, :, None]
 
-    acc = tl.zeros((BLOCK_S, BLOCK_M, BLOCK_C), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_S, BLOCK_C), dtype=tl.float32)
     for m0 in range(start, end, BLOCK_M):
         m = m0 + offs_pix
         mask_pix = m < end
         n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
-        # (Loaded as [BLOCK_M, BLOCK_C] and broadcast over s: the compiler moves it to the
-        # accumulator's layout through shared memory each tile. Loading it in that layout, as
-        # [BLOCK_S, BLOCK_M, BLOCK_C] pointers alike for every s, measured 5% slower.)
         dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
                       mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
         ih = ih0 + r * dil_h
-        iw = iw0[None, :] + (offs_s * dil_w)[:, None]  # [BLOCK_S, BLOCK_M]
-        inside = (mask_pix & (ih >= 0) & (ih < H))[None, :] & mask_s[:, None] & (iw >= 0) & (iw < W)
-        x_pix = (n_idx * stride_xn + ih * stride_xh + iw0 * stride_xw)[None, :, None]
+        iw = iw0[:, None] + (offs_s * dil_w)[None, :]  # [BLOCK_M, BLOCK_S]
+        inside = (mask_pix & (ih >= 0) & (ih < H))[:, None] & mask_s[None, :] & (iw >= 0) & (iw < W)
+        x_pix = (n_idx * stride_xn + ih * stride_xh + iw0 * stride_xw)[:, None, None]
         xv = tl.load(x_chan + x_pix + tap_offs, mask=inside[:, :, None] & mask_c[None, None, :], other=0.0)
-        acc += dyv.to(tl.float32)[None, :, :] * xv.to(tl.float32)
-    total = tl.sum(acc, axis=1)  # [BLOCK_S, BLOCK_C]
+        acc += dyv.to(tl.float32)[:, None, :] * xv.to(tl.float32)
+    total = tl.sum(acc, axis=0)  # [BLOCK_S, BLOCK_C]
     tl.store(out_ptr + split * stride_os + (offs_c * stride_ok)[None, :] + r * stride_or + (offs_s * stride_ow)[:, None],
              total, mask=mask_s[:, None] & mask_c[None, :])
 
