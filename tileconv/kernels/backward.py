@@ -91,7 +91,7 @@ BACKWARD_ALGORITHMS: dict[str, BackwardAlgorithm] = {
     ),
     "depthwise": BackwardAlgorithm(
         "depthwise",
-        "CUDA-core depthwise dgrad (output phases) and wgrad (per-tap reduction over N*P*Q)",
+        "CUDA-core depthwise dgrad (output phases) and wgrad (a filter row's taps a program, reduced over N*P*Q)",
         launch_dgrad_depthwise, launch_wgrad_depthwise, _depthwise_only,
     ),
     "aten": BackwardAlgorithm(
