@@ -493,7 +493,7 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
             return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)
         if gradient == "wgrad":
             # Channel blocks of the largest power of two up to 32 that divides K (no ragged last
-            # block: c144 takes 16), 16 in NCHW (whose pixels are contiguous), x pixels such that
+            # block: c144 takes 16), 16 in NCHW (whose pixels are contiguous), x row pixels such that
             # the accumulators of a filter row's taps (S rounded up to a power of two) come to
             # 4096 for 3x3 and smaller filters, else 8192 (32 or 64 registers a thread). Tuning
             # on an H200 (session 13) kept this on 13 of the depthwise suite's 18 rows.
@@ -503,6 +503,8 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
                 block_n = _pow2_between(problem.k, 8, widest)
             taps = _pow2_between(problem.s, 1, 64)
             block_m = (4096 if problem.s <= 3 else 8192) // (taps * block_n)
+            # A tile's pixels lie in one output row: no wider than the row (rounded up).
+            block_m = min(block_m, _pow2_between(problem.out_w, 4, 256))
             return BackwardConfig(block_m=max(4, min(block_m, 256)), block_n=block_n, num_warps=4, num_stages=1)
         block_n = _pow2_between(problem.c, 8, 64 if problem.layout == "nhwc" else 16)
         return BackwardConfig(block_m=128 if block_n <= 16 else 64, block_n=block_n, num_warps=4, num_stages=1)
