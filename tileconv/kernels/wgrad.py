@@ -210,25 +210,29 @@ def conv2d_wgrad_depthwise_kernel(
     stride_xn, stride_xc, stride_xh, stride_xw,
     stride_os, stride_ok, stride_oc, stride_or, stride_ow,
     S,
-    CHUNK,  # output rows (n, p) per split
+    CHUNK,  # per split: output rows (n, p) with ROW_TILES, else output pixels (a multiple of BLOCK_M)
     MULTIPLIER: tl.constexpr,
     BLOCK_S: tl.constexpr,  # S rounded up to a power of two
-    BLOCK_M: tl.constexpr,  # output pixels of one row a tile
-    BLOCK_C: tl.constexpr, INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr,  # output pixels a tile (of one output row with ROW_TILES)
+    BLOCK_C: tl.constexpr,
+    ROW_TILES: tl.constexpr,  # tiles inside one output row, or runs of the flattened pixels
+    INT64: tl.constexpr,
 ):
     """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
-    Grid: (channel blocks, filter rows r, splits). A program walks its CHUNK of output rows
-    (n, p), each in tiles of BLOCK_M pixels, and multiplies each tile's dy (loaded once) with
-    the input tiles of every tap of its filter row at once (a [BLOCK_M, BLOCK_S, BLOCK_C]
-    gather whose shifted rows overlap, so most of it hits L1), accumulating per tap; one
-    reduction over the pixels at the end. Tiles lie inside one output row, so (n, p) and the
-    input row are scalars (no per-pixel division) and a row that filter row r puts in the
-    padding is skipped whole. Pixels come first in the gather: the compiler spreads threads
+    Grid: (channel blocks, filter rows r, splits). A program walks its CHUNK of the output
+    in tiles of BLOCK_M pixels and multiplies each tile's dy (loaded once) with the input
+    tiles of every tap of its filter row at once (a [BLOCK_M, BLOCK_S, BLOCK_C] gather whose
+    shifted rows overlap, so most of it hits L1), accumulating per tap; one reduction over
+    the pixels at the end. Pixels come first in the gather: the compiler spreads threads
     over channels, then over the first other dimension, so a thread holds all the taps of
-    its pixels and dy broadcasts over them in registers. (Earlier forms: one tap a program,
+    its pixels and dy broadcasts over them in registers.
+    ROW_TILES: tiles lie inside one output row, so (n, p) and the input row are scalars (no
+    per-pixel division) and a row that filter row r puts in the padding is skipped whole;
+    it won for filters wider than 3 (RepLKNet's rows 1.2x-1.3x faster, the 7x7s up to 1.1x)
+    and lost on the 3x3s, whose rows are narrow and whose taps are few (up to 1.4x slower),
+    where runs of the flattened pixels are the tiles. (Earlier forms: one tap a program,
     reading dy and x from L2 once a tap; per-tap block reductions each tile; taps first, so
     that each thread converted dy again: benchmarks/NOTES.md, session 13.)"""
-    rows = pixel_count(N, P, 1, INT64)
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     r = tl.program_id(1)
     split = tl.program_id(2)
@@ -237,8 +241,7 @@ def conv2d_wgrad_depthwise_kernel(
     if INT64:
         split = split.to(tl.int64)
         offs_c = offs_c.to(tl.int64)
-    start = split * CHUNK
-    end = tl.minimum(start + CHUNK, rows)
+        offs_q = offs_q.to(tl.int64)
     mask_c = offs_c < K
     mask_s = offs_s < S
     dy_chan = dy_ptr + (offs_c * stride_dk)[None, :]
@@ -249,23 +252,41 @@ def conv2d_wgrad_depthwise_kernel(
     tap_offs = (offs_s * (dil_w * stride_xw))[None, :, None]
 
     acc = tl.zeros((BLOCK_M, BLOCK_S, BLOCK_C), dtype=tl.float32)
-    for row in range(start, end):
-        n_idx = row // P
-        p = row - n_idx * P
-        ih = p * stride_h - pad_h + r * dil_h
-        if (ih >= 0) & (ih < H):  # else filter row r reads only padding here
-            dy_row = dy_chan + (n_idx * stride_dn + p * stride_dp)
-            x_row = x_chan + (n_idx * stride_xn + ih * stride_xh) + tap_offs
-            for q0 in range(0, Q, BLOCK_M):
-                q = q0 + offs_q
-                mask_q = q < Q
-                dyv = tl.load(dy_row + (q * stride_dq)[:, None], mask=mask_q[:, None] & mask_c[None, :], other=0.0)
-                iw0 = q * stride_w - pad_w
-                iw = iw0[:, None] + (offs_s * dil_w)[None, :]  # [BLOCK_M, BLOCK_S]
-                inside = mask_q[:, None] & mask_s[None, :] & (iw >= 0) & (iw < W)
-                xv = tl.load(x_row + (iw0 * stride_xw)[:, None, None], mask=inside[:, :, None] & mask_c[None, None, :],
-                             other=0.0)
-                acc += dyv.to(tl.float32)[:, None, :] * xv.to(tl.float32)
+    if ROW_TILES:
+        start = split * CHUNK
+        end = tl.minimum(start + CHUNK, pixel_count(N, P, 1, INT64))
+        for row in range(start, end):
+            n_idx = row // P
+            p = row - n_idx * P
+            ih = p * stride_h - pad_h + r * dil_h
+            if (ih >= 0) & (ih < H):  # else filter row r reads only padding here
+                dy_row = dy_chan + (n_idx * stride_dn + p * stride_dp)
+                x_row = x_chan + (n_idx * stride_xn + ih * stride_xh) + tap_offs
+                for q0 in range(0, Q, BLOCK_M):
+                    q = q0 + offs_q
+                    mask_q = q < Q
+                    dyv = tl.load(dy_row + (q * stride_dq)[:, None], mask=mask_q[:, None] & mask_c[None, :], other=0.0)
+                    iw0 = q * stride_w - pad_w
+                    iw = iw0[:, None] + (offs_s * dil_w)[None, :]  # [BLOCK_M, BLOCK_S]
+                    inside = mask_q[:, None] & mask_s[None, :] & (iw >= 0) & (iw < W)
+                    xv = tl.load(x_row + (iw0 * stride_xw)[:, None, None],
+                                 mask=inside[:, :, None] & mask_c[None, None, :], other=0.0)
+                    acc += dyv.to(tl.float32)[:, None, :] * xv.to(tl.float32)
+    else:
+        start = split * CHUNK
+        end = tl.minimum(start + CHUNK, pixel_count(N, P, Q, INT64))
+        for m0 in range(start, end, BLOCK_M):
+            m = m0 + offs_q
+            mask_pix = m < end
+            n_idx, p, q, ih0, iw0 = output_pixels(m, P, Q, stride_h, stride_w, pad_h, pad_w)
+            dyv = tl.load(dy_chan + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[:, None],
+                          mask=mask_pix[:, None] & mask_c[None, :], other=0.0)
+            ih = ih0 + r * dil_h
+            iw = iw0[:, None] + (offs_s * dil_w)[None, :]  # [BLOCK_M, BLOCK_S]
+            inside = (mask_pix & (ih >= 0) & (ih < H))[:, None] & mask_s[None, :] & (iw >= 0) & (iw < W)
+            x_pix = (n_idx * stride_xn + ih * stride_xh + iw0 * stride_xw)[:, None, None]
+            xv = tl.load(x_chan + x_pix + tap_offs, mask=inside[:, :, None] & mask_c[None, None, :], other=0.0)
+            acc += dyv.to(tl.float32)[:, None, :] * xv.to(tl.float32)
     total = tl.sum(acc, axis=0)  # [BLOCK_S, BLOCK_C]
     tl.store(out_ptr + split * stride_os + (offs_c * stride_ok)[None, :] + r * stride_or + (offs_s * stride_ow)[:, None],
              total, mask=mask_s[:, None] & mask_c[None, :])
@@ -383,16 +404,19 @@ def launch_wgrad_depthwise(
     problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
     config: BackwardConfig,
 ):
-    """Depthwise wgrad on the CUDA cores: tiles of ``config.block_m`` pixels of one output row
-    x ``block_n`` channels, one filter row a program; ``split_k`` programs a (channel block,
-    filter row) share the output rows (0: :func:`choose_split_k`, for ~8 programs an SM)."""
-    rows = problem.n * problem.out_h  # the reduction runs over output rows (n, p), a row's pixels in tiles
+    """Depthwise wgrad on the CUDA cores: tiles of ``config.block_m`` pixels (of one output row
+    for filters wider than 3) x ``block_n`` channels, one filter row a program; ``split_k``
+    programs a (channel block, filter row) share the output (0: :func:`choose_split_k`, for
+    ~8 programs an SM)."""
+    row_tiles = problem.s > 3  # (see the kernel: measured on an H200, session 13)
+    # The reduction: output rows (n, p), a row's pixels in tiles; or the flattened pixels.
+    reduction, block = (problem.n * problem.out_h, 1) if row_tiles else (problem.gemm_m, config.block_m)
     tiles = cdiv(problem.k, config.block_n) * problem.r
     # Each split writes, and the finish reads, K*R*S fp32 partial sums: at most the inputs'
     # own bytes in all (a 31x31 filter has 961 a channel).
     cap = max(1, problem.gemm_m * (problem.k + problem.c) * problem.itemsize // (problem.k * problem.r * problem.s * 8))
-    wanted = choose_split_k(rows, 1, tiles, config.split_k, cap, target=_CUDA_CORE_PROGRAMS)
-    chunk, split = _chunk(rows, wanted, 1)
+    wanted = choose_split_k(reduction, block, tiles, config.split_k, cap, target=_CUDA_CORE_PROGRAMS)
+    chunk, split = _chunk(reduction, wanted, block)
     # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
     launch(conv2d_wgrad_depthwise_kernel, (cdiv(problem.k, config.block_n), problem.r, split),
@@ -403,7 +427,7 @@ def launch_wgrad_depthwise(
         *kernel_strides(grad), *kernel_strides(x), *kernel_strides(out),
         problem.s, chunk,
         MULTIPLIER=problem.k // problem.c, BLOCK_S=triton.next_power_of_2(problem.s),
-        BLOCK_M=config.block_m, BLOCK_C=config.block_n, INT64=needs_int64(problem),
+        BLOCK_M=config.block_m, BLOCK_C=config.block_n, ROW_TILES=row_tiles, INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     _sum_splits(problem, out, grad_weight, split)
