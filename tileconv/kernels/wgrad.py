@@ -252,8 +252,8 @@ def conv2d_wgrad_depthwise_kernel(
     tap_offs = (offs_s * (dil_w * stride_xw))[None, :, None]
 
     acc = tl.zeros((BLOCK_M, BLOCK_S, BLOCK_C), dtype=tl.float32)
+    start = split * CHUNK
     if ROW_TILES:
-        start = split * CHUNK
         end = tl.minimum(start + CHUNK, pixel_count(N, P, 1, INT64))
         for row in range(start, end):
             n_idx = row // P
@@ -273,7 +273,6 @@ def conv2d_wgrad_depthwise_kernel(
                                  mask=inside[:, :, None] & mask_c[None, None, :], other=0.0)
                     acc += dyv.to(tl.float32)[:, None, :] * xv.to(tl.float32)
     else:
-        start = split * CHUNK
         end = tl.minimum(start + CHUNK, pixel_count(N, P, Q, INT64))
         for m0 in range(start, end, BLOCK_M):
             m = m0 + offs_q
