@@ -278,6 +278,7 @@ BACKWARD_CASES = [
     ("wgrad", "r50 c64 hw56 k64 3x3/1"),
     ("dgrad", "mbv2 dw3x3 c32 hw112/1"),
     ("wgrad", "mbv2 dw3x3 c32 hw112/1"),
+    ("wgrad", "convnext dw7x7 c96 hw56"),  # the depthwise wgrad's row tiles (filters wider than 3)
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
 PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
