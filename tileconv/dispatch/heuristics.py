@@ -33,6 +33,7 @@ from ..kernels.launch import (
     tma_rows_unsupported_reason,
     toeplitz_reach,
 )
+from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -503,7 +504,7 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
                 block_n = _pow2_between(problem.k, 8, widest)
             taps = _pow2_between(problem.s, 1, 64)
             block_m = (4096 if problem.s <= 3 else 8192) // (taps * block_n)
-            if problem.s > 3:  # the kernel's tiles then lie in one output row: no wider than it
+            if wgrad_depthwise_row_tiles(problem):  # tiles inside one output row: no wider than it
                 block_m = min(block_m, _pow2_between(problem.out_w, 4, 256))
             return BackwardConfig(block_m=max(4, min(block_m, 256)), block_n=block_n, num_warps=4, num_stages=1)
         block_n = _pow2_between(problem.c, 8, 64 if problem.layout == "nhwc" else 16)

@@ -293,33 +293,38 @@ def conv2d_wgrad_depthwise_kernel(
 
 # ------------------------------------------------------------------------- launchers
 def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0, cap: int = _MAX_SPLIT,
-                   target: int = _TARGET_PROGRAMS, min_steps: int = _MIN_STEPS_PER_SPLIT) -> int:
+                   target: int = _TARGET_PROGRAMS) -> int:
     """How many programs share a reduction of ``reduction`` pixels in steps of ``block``,
     when ``tiles`` programs would exist without splitting. ``requested`` > 0 is obeyed
     (tests pin it); 0 splits only when the grid is short of two waves and each split
-    keeps ``min_steps`` steps, and at most ``cap`` ways
+    keeps :data:`_MIN_STEPS_PER_SPLIT` steps, and at most ``cap`` ways
     (:func:`partial_sum_cap`); ``target`` programs in all. ``tune --pass wgrad`` races this
     choice against 1, 4 and 16 splits."""
     if requested > 0:
         return max(1, min(requested, cdiv(reduction, block)))
-    most = max(1, reduction // (min_steps * block))
+    most = max(1, reduction // (_MIN_STEPS_PER_SPLIT * block))
     wanted = cdiv(target, max(tiles, 1))
     return max(1, min(most, wanted, cap, _MAX_SPLIT))
 
 
+def _splits_within_input_bytes(problem: ConvProblem) -> int:
+    """How many splits keep the partial sums' traffic within the inputs' own bytes: each
+    split writes and the finish kernel reads K*C/g*R*S fp32 partial sums (8 bytes an element)."""
+    inputs = problem.gemm_m * (problem.k + problem.c) * problem.itemsize
+    partial_sums = problem.k * problem.c_per_group * problem.r * problem.s * 8
+    return max(1, inputs // partial_sums)
+
+
 def partial_sum_cap(problem: ConvProblem) -> int:
-    """The most splits a 1x1 wgrad takes: each split writes and the finish kernel reads
-    K*C/g fp32 partial sums (8 bytes an element), and a 1x1 reduction has no taps to share
-    its input loads over, so that traffic is held to the inputs' own bytes. Measured on an
+    """The most splits a 1x1 wgrad takes: a 1x1 reduction has no taps to share its input loads
+    over, so the partial sums' traffic is held to the inputs' own bytes. Measured on an
     H200 (ResNet-50 at batch 32): where the partial sums outweighed the inputs (c512 hw7
     k2048, c2048 hw7 k512, c1024 hw14 k2048 stride 2), split 1 beat the uncapped choice by
     1.46x-2.37x; c512 hw28 k1024 stride 2 (cap 4) was fastest at 4 splits. Filters with
     taps keep the uncapped choice (c512 hw7 3x3 was fastest at 2 splits, past this cap)."""
     if problem.r * problem.s > 1:
         return _MAX_SPLIT
-    inputs = problem.gemm_m * (problem.k + problem.c) * problem.itemsize
-    partial_sums = problem.k * problem.c_per_group * 8
-    return max(1, inputs // partial_sums)
+    return _splits_within_input_bytes(problem)
 
 
 def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
@@ -399,6 +404,13 @@ def _flat_pixels(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor) -> b
     return _dense_pixels(grad) and _dense_pixels(x)
 
 
+def wgrad_depthwise_row_tiles(problem: ConvProblem) -> bool:
+    """Whether the depthwise wgrad's tiles lie inside one output row (filters wider than 3)
+    or are runs of the flattened pixels (see :func:`conv2d_wgrad_depthwise_kernel`; measured
+    on an H200, session 13)."""
+    return problem.s > 3
+
+
 def launch_wgrad_depthwise(
     problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
     config: BackwardConfig,
@@ -407,14 +419,13 @@ def launch_wgrad_depthwise(
     for filters wider than 3) x ``block_n`` channels, one filter row a program; ``split_k``
     programs a (channel block, filter row) share the output (0: :func:`choose_split_k`, for
     ~8 programs an SM)."""
-    row_tiles = problem.s > 3  # (see the kernel: measured on an H200, session 13)
+    row_tiles = wgrad_depthwise_row_tiles(problem)
     # The reduction: output rows (n, p), a row's pixels in tiles; or the flattened pixels.
     reduction, block = (problem.n * problem.out_h, 1) if row_tiles else (problem.gemm_m, config.block_m)
     tiles = cdiv(problem.k, config.block_n) * problem.r
-    # Each split writes, and the finish reads, K*R*S fp32 partial sums: at most the inputs'
-    # own bytes in all (a 31x31 filter has 961 a channel).
-    cap = max(1, problem.gemm_m * (problem.k + problem.c) * problem.itemsize // (problem.k * problem.r * problem.s * 8))
-    wanted = choose_split_k(reduction, block, tiles, config.split_k, cap, target=_CUDA_CORE_PROGRAMS)
+    # The partial sums held to the inputs' bytes (a 31x31 filter has 961 a channel).
+    wanted = choose_split_k(reduction, block, tiles, config.split_k, _splits_within_input_bytes(problem),
+                            target=_CUDA_CORE_PROGRAMS)
     chunk, split = _chunk(reduction, wanted, block)
     # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
