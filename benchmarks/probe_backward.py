@@ -4,6 +4,8 @@
 
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
+    python3 benchmarks/probe_backward.py dw-wgrad         # the depthwise suite's wgrad: the CUDA-core
+                                                          # kernel, the halo kernel's tuning candidates
 
 Not the benchmark of record (that is ``python -m tileconv bench --pass wgrad``).
 """
@@ -28,6 +30,31 @@ CONFIGS = [None, B(128, 128, 64, 4, 8, 3), B(128, 128, 64, 1, 8, 4), B(128, 128,
            B(128, 64, 64, 4, 4, 4), B(128, 256, 64, 2, 8, 3), B(256, 128, 64, 2, 8, 3)]
 ROWS = ("r50 c64 hw56 k64 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512 3x3/1", "r50 c64 hw56 k64 1x1/1",
         "r50 c1024 hw14 k256 1x1/1")
+
+
+def probe_depthwise(name, p):
+    """The depthwise wgrad of ``p``: cuDNN, the CUDA-core kernel (its heuristics), and every
+    candidate the halo kernel's tuning would race, each checked against float32."""
+    from tileconv.dispatch.heuristics import default_backward_config
+    from tileconv.dispatch.tune_backward import backward_candidates
+
+    i = random_inputs(p, "cuda", seed=0)
+    grad = torch.randn(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+    ref = aten_convolution_backward(p, grad.float(), i.x.float(), i.weight.float(), False, True)[1]
+    t_ref = do_bench(lambda: aten_convolution_backward(p, grad, i.x, i.weight, False, True), warmup=25, rep=100,
+                     return_mode="median")
+    print(f"{name:28s} cudnn {t_ref * 1e3:8.1f} us", flush=True)
+    runs = [("depthwise", default_backward_config(p, "depthwise", "wgrad"))]
+    runs += [("depthwise_halo", c) for c in backward_candidates(p, "depthwise_halo", "wgrad", 16)]
+    for algo, cfg in runs:
+        def ours(algo=algo, cfg=cfg):
+            return conv2d_backward_problem(p, grad, i.x, i.weight, False, True, algo=algo, wgrad_config=cfg)[1]
+        try:
+            ok = compare(ours(), ref, tolerance(p, p.gemm_m)).ok
+            t = do_bench(ours, warmup=25, rep=100, return_mode="median")
+            print(f"{'':28s} {t * 1e3:8.1f} us  {t_ref / t:5.2f}x  {algo:15s} {cfg}  ok {ok}", flush=True)
+        except Exception as err:  # noqa: BLE001 - a probe reports and goes on
+            print(f"{'':28s} {algo} {cfg}: {type(err).__name__}: {str(err)[:200]}", flush=True)
 
 
 def probe(name, p):
@@ -59,6 +86,11 @@ def probe(name, p):
 
 
 print(torch.cuda.get_device_name(), flush=True)
+if gradient == "dw-wgrad":
+    for case in get_suite("depthwise"):
+        if case.r <= 7 or "--all" in sys.argv:
+            probe_depthwise(case.name, case.problem(torch.float16, "nhwc"))
+    sys.exit(0)
 for case in get_suite("resnet50"):
     if case.name in ROWS:
         probe(case.name, case.problem(torch.float16, "nhwc"))

@@ -175,6 +175,7 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     tensor-core kernel once failed to compile: K/g = 1 specialised to a constant)."""
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
+    import tileconv.kernels.wgrad_halo as wgrad_halo
     from tileconv.dispatch.heuristics import choose_backward_algorithm, default_backward_config
 
     case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
@@ -185,20 +186,27 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
     module = dgrad if gradient == "dgrad" else wgrad
     kernel_name = f"conv2d_{gradient}_{'depthwise_' if algorithm == 'depthwise' else ''}kernel"
+    if algorithm == "depthwise_halo" and gradient == "wgrad":  # (its dgrad is the depthwise one)
+        module, kernel_name = wgrad_halo, "conv2d_wgrad_depthwise_halo_kernel"
+    elif algorithm == "depthwise_halo":
+        kernel_name = "conv2d_dgrad_depthwise_kernel"
     recorder = _Recorder(getattr(module, kernel_name))
     saved = getattr(module, kernel_name)
     saved_finish = wgrad.wgrad_finish_kernel  # a second launch (splits, tap order): recorded, not compiled
+    depthwise = algorithm in ("depthwise", "depthwise_halo")
     try:
         setattr(module, kernel_name, recorder)
         wgrad.wgrad_finish_kernel = _Recorder(saved_finish)
         if gradient == "dgrad":
             grad_input = torch.empty(problem.input_shape, dtype=problem.dtype).contiguous(
                 memory_format=torch.channels_last)
-            launcher = dgrad.launch_dgrad_depthwise if algorithm == "depthwise" else dgrad.launch_dgrad_implicit_gemm
+            launcher = dgrad.launch_dgrad_depthwise if depthwise else dgrad.launch_dgrad_implicit_gemm
             launcher(problem, grad, inputs.weight, grad_input, config)
         else:
             grad_weight = torch.empty(problem.weight_shape, dtype=problem.dtype)
-            launcher = wgrad.launch_wgrad_depthwise if algorithm == "depthwise" else wgrad.launch_wgrad_implicit_gemm
+            launcher = {"depthwise": wgrad.launch_wgrad_depthwise,
+                        "depthwise_halo": wgrad_halo.launch_wgrad_depthwise_halo}.get(
+                            algorithm, wgrad.launch_wgrad_implicit_gemm)
             launcher(problem, grad, inputs.x, grad_weight, config)
     finally:
         setattr(module, kernel_name, saved)
@@ -282,10 +290,15 @@ BACKWARD_CASES = [
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
 PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
-# Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem.
+# Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem; and the
+# halo wgrad (Gluon, a GPU's default for these; the CPU's dispatch cannot pick it) in both
+# index widths: a 3x3 at 2 channels a thread, a stride-2 3x3, a 7x7.
 FORCED_BACKWARD_CASES = [
-    ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
-    ("wgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32),
+    ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32, False),
+    ("wgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32, False),
+    *[(("wgrad", case, "depthwise_halo", torch.float16, int64))
+      for case in ("mbv2 dw3x3 c192 hw28/1", "mbv2 dw3x3 c96 hw112/2", "convnext dw7x7 c96 hw56")
+      for int64 in (False, True)],
 ]
 
 
@@ -313,8 +326,8 @@ def main() -> int:
              for int64 in (False, True)]
     rows.append(inspect_ladder("ladder2_tiled", "seed001 c64 hw64 k128"))
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
-    rows += [inspect_backward(gradient, case, False, algorithm, dtype)
-             for gradient, case, algorithm, dtype in FORCED_BACKWARD_CASES]
+    rows += [inspect_backward(gradient, case, int64, algorithm, dtype)
+             for gradient, case, algorithm, dtype, int64 in FORCED_BACKWARD_CASES]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0

@@ -293,6 +293,63 @@ def test_backward_pinned_configs(name, geometry, algo, dgrad_config, wgrad_confi
                     dgrad_config=dgrad_config, wgrad_config=wgrad_config)
 
 
+# The halo wgrad (Gluon: a GPU with cp.async; skipped under the interpreter, where the
+# CUDA-core kernel is the depthwise default). Ragged 8x8 tiles over 13x10 outputs with three
+# splits and a channel block wider than C; a 5x5 at stride 2 with uneven padding and dilated
+# columns, C = 24 (copies masked at 16-byte groups); a 7x7 at two channels a thread on two
+# warps (98 accumulators); Q = 8 (four pixels a step) at stride 2; fp32 and bf16.
+HALO_WGRAD_CASES = [
+    ("halo_3x3_ragged", ("halo_3x3", 2, 16, 13, 10, 16, 3, 3, 1, 1, 1, 16), torch.float16,
+     BackwardConfig(64, 32, 8, split_k=3, num_warps=1)),
+    ("halo_5x5_s2_dil", ("halo_5x5", 2, 24, 11, 12, 24, 5, 5, 2, (2, 1), (1, 2), 24), torch.float16,
+     BackwardConfig(32, 64, 8, split_k=2, num_warps=1)),
+    ("halo_7x7_two_warps", ("halo_7x7", 1, 64, 9, 14, 64, 7, 7, 1, 3, 1, 64), torch.bfloat16,
+     BackwardConfig(16, 128, 4, num_warps=2)),
+    ("halo_3x3_s2_unroll4", ("halo_s2", 3, 8, 16, 16, 8, 3, 3, 2, 1, 1, 8), torch.float16,
+     BackwardConfig(32, 32, 8, num_warps=1)),
+    ("halo_3x3_fp32", ("halo_fp32", 2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), torch.float32,
+     BackwardConfig(64, 32, 8, split_k=2, num_warps=1)),
+]
+
+
+def _halo_wgrad_reason() -> str | None:
+    from tileconv.kernels import BACKWARD_ALGORITHMS
+
+    return BACKWARD_ALGORITHMS["depthwise_halo"].unsupported_reason(
+        tileconv.ConvProblem(2, 16, 8, 8, 16, 3, 3, padding=(1, 1), groups=16, dtype=torch.float16, layout="nhwc"))
+
+
+@pytest.mark.parametrize("name,geometry,dtype,config", HALO_WGRAD_CASES, ids=[c[0] for c in HALO_WGRAD_CASES])
+@pytest.mark.parametrize("view", [False, True], ids=["dense", "view"])
+def test_halo_wgrad_matches_float64(name, geometry, dtype, config, view, device: str, seed: int):
+    """The halo wgrad (every tap's accumulator in registers) against float64, on pinned tiles;
+    a strided view of the input is copied to channels_last first."""
+    reason = _halo_wgrad_reason()
+    if reason is not None:
+        pytest.skip(f"depthwise_halo: {reason}")
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed, view=view)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{name}, view={view} (seed {seed})",
+                    algo="depthwise_halo", wgrad_config=config)
+
+
+def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
+    """auto dispatch: the halo wgrad for a channels_last depthwise problem of up to 7x7 where
+    the GPU runs it; the CUDA-core kernels otherwise (a multiplier, NCHW, 9x9, the interpreter)."""
+    from tileconv import dispatch
+
+    def problem(**kw):
+        args = dict(n=2, c=16, h=8, w=8, k=16, r=3, s=3, padding=(1, 1), groups=16, dtype=torch.float16, layout="nhwc")
+        args.update(kw)
+        return tileconv.ConvProblem(**args)
+
+    halo = "depthwise_halo" if _halo_wgrad_reason() is None else "depthwise"
+    assert dispatch.select_backward(problem()).name == halo
+    assert dispatch.select_backward(problem(r=7, s=7, padding=(3, 3))).name == halo
+    assert dispatch.select_backward(problem(k=32)).name == "depthwise"  # channel multiplier 2
+    assert dispatch.select_backward(problem(layout="nchw")).name == "depthwise"
+    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4))).name == "depthwise"  # 81 taps
+
+
 def test_stride1_dgrad_runs_as_a_forward_convolution(device, seed, monkeypatch):
     """auto dispatch runs a stride-1 dgrad as the forward convolution of
     ConvProblem.dgrad_as_forward (asymmetric 'same' padding and dilation included); strided

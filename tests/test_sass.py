@@ -75,6 +75,11 @@ def test_fast_paths_use_hopper_instructions():
         # channel count unspecialised, and offs_c // 1 in the index, every element went alone).
         if row["kernel"] == "conv2d_wgrad_depthwise_kernel":
             assert row["LDG.128"] > 0 and row["LDG.128"] == row["LDG"], "narrow loads: " + where
+        # The halo wgrad: its halo and dy by 16-byte cp.async, every tap from shared memory (no
+        # global loads), CUDA-core FMAs.
+        if row["kernel"] == "conv2d_wgrad_depthwise_halo_kernel":
+            assert row["LDGSTS.128"] > 0 and row["LDGSTS.128"] == row["LDGSTS"] and row["LDG"] == 0, where
+            assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
         if row["kernel"] == "conv2d_dgrad_depthwise_kernel":  # (the weight's taps are scalars)
             assert row["LDG.128"] > 0 and row["STG.128"] == row["STG"], "narrow loads or stores: " + where
 

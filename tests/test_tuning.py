@@ -574,7 +574,7 @@ def test_gluon_kernels_are_offered_on_nvidia_gpus_only(monkeypatch):
         monkeypatch.setattr(torch.version, "hip", hip)
         monkeypatch.setattr(torch.cuda, "is_available", lambda: capability is not None)
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *args: capability)
-        return launch._is_hopper.__wrapped__(), launch._has_cp_async.__wrapped__()
+        return launch._is_hopper.__wrapped__(), launch.has_cp_async.__wrapped__()
 
     assert answers(None, (9, 0)) == (True, True)
     assert answers(None, (8, 0)) == (False, True)

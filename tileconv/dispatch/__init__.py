@@ -147,7 +147,7 @@ def backward_config(problem: ConvProblem, algorithm: BackwardAlgorithm, gradient
         return hit
     tuned = None
     if algorithm.name == choose_backward_algorithm(problem):
-        tuned = cache.lookup_backward(problem, gradient, device)
+        tuned = cache.lookup_backward(problem, gradient, device, algorithm.name)
     config = tuned if tuned is not None else default_backward_config(problem, algorithm.name, gradient)
     _backward_selected[key] = config
     return config

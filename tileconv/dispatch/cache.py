@@ -285,11 +285,15 @@ def lookup(problem: ConvProblem, device: torch.device | str | int | None = None)
 
 
 def lookup_backward(problem: ConvProblem, gradient: str,
-                    device: torch.device | str | int | None = None) -> BackwardConfig | None:
+                    device: torch.device | str | int | None = None,
+                    algorithm: str | None = None) -> BackwardConfig | None:
     """The tuned ``gradient`` config for ``problem`` on ``device`` with this Triton, if any
-    (None too for an entry this version cannot read)."""
+    (None too for an entry this version cannot read, or one tuned for another backward
+    algorithm than ``algorithm`` where given: its config means another kernel's tile)."""
     entry = _entries(cache_file()).get(backward_key(problem, device_name(device), gradient))
     if entry is None or entry.get("gradient") != gradient:
+        return None
+    if algorithm is not None and entry.get("algorithm") != algorithm:
         return None
     try:
         return BackwardConfig.from_dict(entry["config"])

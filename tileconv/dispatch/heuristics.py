@@ -11,8 +11,9 @@ from dataclasses import replace
 
 import triton
 
-from .._runtime import INTERPRET
+from .._runtime import INTERPRET, cdiv
 from ..kernels import BackwardConfig, LaunchConfig
+from ..kernels.backward import BACKWARD_ALGORITHMS
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
@@ -34,6 +35,7 @@ from ..kernels.launch import (
     toeplitz_reach,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
+from ..kernels.wgrad_halo import MAX_ACCUMULATORS, wgrad_halo_tiling
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -476,8 +478,32 @@ def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
 
 # --------------------------------------------------------------------- backward
 def choose_backward_algorithm(problem: ConvProblem) -> str:
-    """Depthwise (groups = C): the CUDA-core 'depthwise' kernels; else 'implicit_gemm'."""
-    return "depthwise" if problem.is_depthwise else "implicit_gemm"
+    """Depthwise (groups = C): 'depthwise_halo' where it runs (its wgrad from shared-memory
+    halos: on a GPU, multiplier 1, channels_last, up to 7x7), else the CUDA-core
+    'depthwise' kernels; everything else 'implicit_gemm'."""
+    if not problem.is_depthwise:
+        return "implicit_gemm"
+    return "depthwise_halo" if BACKWARD_ALGORITHMS["depthwise_halo"].unsupported_reason(problem) is None else "depthwise"
+
+
+# The halo wgrad's buffers a one-warp program: four programs an SM (H100/H200: 228 KB).
+HALO_WGRAD_SHARED_BUDGET = 56 * 1024
+
+
+def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
+    """The halo wgrad's tile (:mod:`tileconv.kernels.wgrad_halo`): one warp over 64 channels
+    (2 a thread: one 4-byte shared-memory load feeds two multiply-adds) where that pads C by
+    at most an eighth and the taps' accumulators fit, else 32; the largest of 8x8, 4x8 and
+    4x4 pixels whose two halos and dy tiles fit :data:`HALO_WGRAD_SHARED_BUDGET`; split-K
+    left to the launcher."""
+    block_n = 64 if (cdiv(problem.c, 64) * 64 * 8 <= problem.c * 9
+                     and 2 * problem.r * problem.s <= MAX_ACCUMULATORS) else 32
+    config = BackwardConfig(block_m=16, block_n=block_n, block_k=4, split_k=0, num_warps=1, num_stages=1)
+    for block_m, block_k in ((64, 8), (32, 8)):
+        candidate = replace(config, block_m=block_m, block_k=block_k)
+        if wgrad_halo_tiling(problem, candidate).shared_bytes(problem) <= HALO_WGRAD_SHARED_BUDGET:
+            return candidate
+    return config
 
 
 def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:
@@ -489,6 +515,10 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
     if gradient not in ("dgrad", "wgrad"):
         raise ValueError(f"gradient={gradient!r} must be 'dgrad' or 'wgrad'")
     wide = problem.itemsize == 2
+    if algorithm == "depthwise_halo":
+        if gradient == "wgrad":
+            return _halo_wgrad_config(problem)
+        algorithm = "depthwise"  # the same dgrad kernels
     if algorithm == "depthwise":
         if INTERPRET:
             return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)

@@ -32,6 +32,8 @@ import torch
 
 from ..kernels import BackwardConfig, get_backward_algorithm
 from ..kernels.backward import aten_convolution_backward
+from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
+from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..problem import ConvProblem
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward
@@ -61,6 +63,8 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
     warps, 2 to 4 stages; for wgrad split-K of 1, 4, 16 beside the launcher's own
     choice), without duplicates, at most ``limit``."""
     base = default_backward_config(problem, algorithm, gradient)
+    if algorithm == "depthwise_halo" and gradient == "wgrad":
+        return _halo_wgrad_candidates(problem, base, limit)
     variants: list[BackwardConfig] = [base]
     smallest = min(16, base.block_m, base.block_n)  # tl.dot's 16, or a CUDA-core kernel's narrower tile
 
@@ -75,11 +79,37 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         value = getattr(base, field_name)
         add(replace(base, **{field_name: value * 2}))
         add(replace(base, **{field_name: value // 2}))
-    if algorithm != "depthwise":
+    if algorithm not in ("depthwise", "depthwise_halo"):
         add(replace(base, block_k=32 if base.block_k == 64 else 64))
         add(replace(base, num_stages=2 if base.num_stages >= 3 else 3))
         add(replace(base, num_stages=4))
     add(replace(base, num_warps=8 if base.num_warps == 4 else 4))
+    return variants[:limit]
+
+
+def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
+    """The halo wgrad's variants (:mod:`tileconv.kernels.wgrad_halo`): the heuristics' tile,
+    then half and twice the split-K the launcher picks, other tiles (8x8, 4x8, 8x4, 4x4,
+    16x8 pixels), 32 and 64 channels a warp, two warps; each only if its accumulators and
+    shared memory fit."""
+    _, split = halo_wgrad_split(problem, base)
+    variants: list[BackwardConfig] = [base]
+
+    def add(config: BackwardConfig) -> None:
+        try:
+            tiling = wgrad_halo_tiling(problem, config)
+        except ValueError:
+            return
+        if config not in variants and tiling.shared_bytes(problem) <= MAX_HALO_WGRAD_SHARED_BYTES:
+            variants.append(config)
+
+    for factor in (0.5, 2):
+        add(replace(base, split_k=max(1, round(split * factor))))
+    for block_m, block_k in ((64, 8), (32, 8), (32, 4), (16, 4), (128, 8)):
+        add(replace(base, block_m=block_m, block_k=block_k))
+    for block_n in (32, 64):
+        add(replace(base, block_n=block_n))
+    add(replace(base, block_n=base.block_n * 2, num_warps=2))
     return variants[:limit]
 
 
@@ -220,7 +250,8 @@ def tune_backward(
                     if report is not None:
                         report(result)
                     continue
-                cached = None if force else cache.lookup_backward(problem, gradient, device)
+                cached = None if force else cache.lookup_backward(problem, gradient, device,
+                                                                           choose_backward_algorithm(problem))
                 if cached is not None:
                     result = BackwardTuneResult(problem, gradient, key, "cached", config=cached)
                 elif problem.n == 0:

@@ -13,6 +13,9 @@ tensor the caller allocated:
   channels still fills 36 columns).
 - ``depthwise``: CUDA-core kernels for groups = C (any multiplier), where a tensor-core
   tile would be almost all padding.
+- ``depthwise_halo``: the same dgrad; the wgrad from shared-memory halos (Gluon, a GPU with
+  cp.async; multiplier 1, channels_last, filters of up to 49 taps), every tap's accumulator
+  in registers (:mod:`.wgrad_halo`).
 - ``aten``: PyTorch's ``aten.convolution_backward`` (cuDNN on a GPU), kept as a named
   fallback to compare with; never chosen by default where the Triton kernels run.
 """
@@ -25,10 +28,13 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .._runtime import INTERPRET
 from ..problem import ConvProblem
 from .config import BackwardConfig
 from .dgrad import launch_dgrad_depthwise, launch_dgrad_implicit_gemm
+from .launch import has_cp_async
 from .wgrad import launch_wgrad_depthwise, launch_wgrad_implicit_gemm
+from .wgrad_halo import launch_wgrad_depthwise_halo, wgrad_halo_unsupported_reason
 
 BackwardLauncher = Callable[[ConvProblem, torch.Tensor, torch.Tensor, torch.Tensor, BackwardConfig], object]
 
@@ -83,6 +89,14 @@ def _depthwise_only(problem: ConvProblem) -> str | None:
     return None
 
 
+def _halo_reason(problem: ConvProblem) -> str | None:
+    if INTERPRET:
+        return "its wgrad is a Gluon kernel (shared memory, cp.async): it does not run under Triton's interpreter"
+    if not has_cp_async():
+        return "its wgrad is a Gluon kernel built on cp.async: it needs an NVIDIA GPU of compute capability 8.0 or newer"
+    return wgrad_halo_unsupported_reason(problem)
+
+
 BACKWARD_ALGORITHMS: dict[str, BackwardAlgorithm] = {
     "implicit_gemm": BackwardAlgorithm(
         "implicit_gemm",
@@ -93,6 +107,11 @@ BACKWARD_ALGORITHMS: dict[str, BackwardAlgorithm] = {
         "depthwise",
         "CUDA-core depthwise dgrad (output phases) and wgrad (a filter row's taps a program, reduced over N*P*Q)",
         launch_dgrad_depthwise, launch_wgrad_depthwise, _depthwise_only,
+    ),
+    "depthwise_halo": BackwardAlgorithm(
+        "depthwise_halo",
+        "the depthwise dgrad; wgrad from shared-memory halos (Gluon), every tap's accumulator in registers",
+        launch_dgrad_depthwise, launch_wgrad_depthwise_halo, _halo_reason,
     ),
     "aten": BackwardAlgorithm(
         "aten",

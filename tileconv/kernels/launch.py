@@ -667,7 +667,7 @@ def depthwise_halo_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_depthwise_halo` cannot run ``problem`` (None if it can)."""
     if INTERPRET:
         return "it is a Gluon kernel (shared memory, cp.async): it does not run under Triton's interpreter"
-    if not _has_cp_async():
+    if not has_cp_async():
         return "it is a Gluon kernel built on cp.async: it needs an NVIDIA GPU of compute capability 8.0 or newer"
     reason = depthwise_unsupported_reason(problem)
     if reason is not None:
@@ -688,7 +688,7 @@ def depthwise_halo_unsupported_reason(problem: ConvProblem) -> str | None:
 
 
 @functools.cache
-def _has_cp_async() -> bool:
+def has_cp_async() -> bool:
     """Whether this process's GPU has cp.async (NVIDIA sm_80 and newer): asked once."""
     capability = _nvidia_capability()
     return capability is not None and capability[0] >= 8

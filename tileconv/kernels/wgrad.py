@@ -307,7 +307,7 @@ def choose_split_k(reduction: int, block: int, tiles: int, requested: int = 0, c
     return max(1, min(most, wanted, cap, _MAX_SPLIT))
 
 
-def _splits_within_input_bytes(problem: ConvProblem) -> int:
+def splits_within_input_bytes(problem: ConvProblem) -> int:
     """How many splits keep the partial sums' traffic within the inputs' own bytes: each
     split writes and the finish kernel reads K*C/g*R*S fp32 partial sums (8 bytes an element)."""
     inputs = problem.gemm_m * (problem.k + problem.c) * problem.itemsize
@@ -324,7 +324,7 @@ def partial_sum_cap(problem: ConvProblem) -> int:
     taps keep the uncapped choice (c512 hw7 3x3 was fastest at 2 splits, past this cap)."""
     if problem.r * problem.s > 1:
         return _MAX_SPLIT
-    return _splits_within_input_bytes(problem)
+    return splits_within_input_bytes(problem)
 
 
 def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
@@ -333,7 +333,7 @@ def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
     return chunk, cdiv(reduction, chunk)
 
 
-def _sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
+def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
     """grad_weight = the sum of ``workspace``'s splits ([split, K, C/g*R*S] fp32, columns
     t = (r, s, c)), by :func:`wgrad_finish_kernel` (a Triton launch, so that a replayed call
     (:mod:`tileconv.call_plans`) repeats it)."""
@@ -383,7 +383,7 @@ def launch_wgrad_implicit_gemm(
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if not direct:
-        _sum_splits(problem, out, grad_weight, split)
+        sum_splits(problem, out, grad_weight, split)
     return split
 
 
@@ -424,7 +424,7 @@ def launch_wgrad_depthwise(
     reduction, block = (problem.n * problem.out_h, 1) if row_tiles else (problem.gemm_m, config.block_m)
     tiles = cdiv(problem.k, config.block_n) * problem.r
     # The partial sums held to the inputs' bytes (a 31x31 filter has 961 a channel).
-    wanted = choose_split_k(reduction, block, tiles, config.split_k, _splits_within_input_bytes(problem),
+    wanted = choose_split_k(reduction, block, tiles, config.split_k, splits_within_input_bytes(problem),
                             target=_CUDA_CORE_PROGRAMS)
     chunk, split = _chunk(reduction, wanted, block)
     # Taps (r, s) are the columns (C/g = 1): the workspace is [split, K, R*S], as wgrad_finish_kernel reads.
@@ -440,5 +440,5 @@ def launch_wgrad_depthwise(
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, ROW_TILES=row_tiles, INT64=needs_int64(problem),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    _sum_splits(problem, out, grad_weight, split)
+    sum_splits(problem, out, grad_weight, split)
     return split
