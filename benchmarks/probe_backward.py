@@ -40,6 +40,11 @@ def probe_depthwise(name, p):
 
     i = random_inputs(p, "cuda", seed=0)
     grad = torch.randn(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+    if once:  # the heuristics' config and its other buffer count, one launch each (for ncu)
+        for cfg in backward_candidates(p, "depthwise_halo", "wgrad", 2):
+            conv2d_backward_problem(p, grad, i.x, i.weight, False, True, algo="depthwise_halo", wgrad_config=cfg)
+        torch.cuda.synchronize()
+        return
     ref = aten_convolution_backward(p, grad.float(), i.x.float(), i.weight.float(), False, True)[1]
     t_ref = do_bench(lambda: aten_convolution_backward(p, grad, i.x, i.weight, False, True), warmup=25, rep=100,
                      return_mode="median")
@@ -88,7 +93,8 @@ def probe(name, p):
 print(torch.cuda.get_device_name(), flush=True)
 if gradient == "dw-wgrad":
     for case in get_suite("depthwise"):
-        if case.r <= 7 or "--all" in sys.argv:
+        rows = [a[len("--rows="):] for a in sys.argv if a.startswith("--rows=")]
+        if (case.r <= 7 or "--all" in sys.argv) and (not rows or any(r in case.name for r in rows[0].split(","))):
             probe_depthwise(case.name, case.problem(torch.float16, "nhwc"))
     sys.exit(0)
 for case in get_suite("resnet50"):

@@ -89,11 +89,12 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
 
 def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
     """The halo wgrad's variants (:mod:`tileconv.kernels.wgrad_halo`): the heuristics' tile,
-    then half and twice the split-K the launcher picks, other tiles (8x8, 4x8, 8x4, 4x4,
-    16x8 pixels), 32 and 64 channels a warp, two warps; each only if its accumulators and
-    shared memory fit."""
+    with the other buffer count, then half and twice the split-K the launcher picks, other
+    tiles (8x8, 4x8, 8x4, 4x4 pixels) single- and double-buffered, 32 and 64 channels a
+    warp, two warps; each only if its accumulators and shared memory fit."""
     _, split = halo_wgrad_split(problem, base)
     variants: list[BackwardConfig] = [base]
+    other = replace(base, num_stages=3 - base.num_stages)
 
     def add(config: BackwardConfig) -> None:
         try:
@@ -103,10 +104,12 @@ def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: in
         if config not in variants and tiling.shared_bytes(problem) <= MAX_HALO_WGRAD_SHARED_BYTES:
             variants.append(config)
 
+    add(other)
     for factor in (0.5, 2):
         add(replace(base, split_k=max(1, round(split * factor))))
-    for block_m, block_k in ((64, 8), (32, 8), (32, 4), (16, 4), (128, 8)):
+    for block_m, block_k in ((64, 8), (32, 8), (32, 4), (16, 4)):
         add(replace(base, block_m=block_m, block_k=block_k))
+        add(replace(other, block_m=block_m, block_k=block_k))
     for block_n in (32, 64):
         add(replace(base, block_n=block_n))
     add(replace(base, block_n=base.block_n * 2, num_warps=2))

@@ -50,9 +50,13 @@ MAX_ACCUMULATORS = 98
 # Two halos and two dy tiles a program; at least two one-warp programs an SM.
 MAX_SHARED_BYTES = 96 * 1024
 COPY_CHUNK = 16  # halo pixels a copy batch (a power of two: shared-memory views)
-# Split-K: about eight one-warp programs an SM (H100/H200: 132 SMs), each split at least
-# this many tiles.
-_HALO_PROGRAMS = 8 * 132
+# Split-K: one wave of programs, as many an SM as its shared memory and registers hold
+# (H100/H200: 132 SMs, 227 KB of shared memory and 64K registers an SM, at most 16 programs
+# counted), each split at least this many tiles.
+_SMS = 132
+_SM_SHARED_BYTES = 227 * 1024
+_SM_REGISTERS = 64 * 1024
+_MAX_RESIDENT = 16
 MIN_TILES_PER_SPLIT = 4
 
 
@@ -109,6 +113,7 @@ def conv2d_wgrad_depthwise_halo_kernel(
     CHUNK: gl.constexpr,  # halo pixels a copy (a power of two)
     COPY_VEC: gl.constexpr,  # channels in 16 bytes
     NUM_WARPS: gl.constexpr,
+    BUFFERS: gl.constexpr,  # 2: the next tile's copies fly while this one is summed; 1: half the shared memory
     INT64: gl.constexpr,
 ):
     HH: gl.constexpr = (TILE_H - 1) * U + (R - 1) * DIL_H + 1
@@ -132,8 +137,8 @@ def conv2d_wgrad_depthwise_halo_kernel(
     count = gl.minimum(TILES_PER_SPLIT, TILES - first)
 
     # Two buffers of each: halo pixel (hh, ww) of buffer b at row b*CHUNKS*CHUNK + hh*WW + ww.
-    halo = gl.allocate_shared_memory(DTYPE, [2 * CHUNKS, CHUNK, BLOCK_C], PLANE)
-    dy_tile = gl.allocate_shared_memory(DTYPE, [2, TILE, BLOCK_C], PLANE)
+    halo = gl.allocate_shared_memory(DTYPE, [BUFFERS * CHUNKS, CHUNK, BLOCK_C], PLANE)
+    dy_tile = gl.allocate_shared_memory(DTYPE, [BUFFERS, TILE, BLOCK_C], PLANE)
     cx = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, XL))
     if INT64:
         cx = cx.to(gl.int64)
@@ -142,8 +147,9 @@ def conv2d_wgrad_depthwise_halo_kernel(
     # is constant over each group whatever divisibility C was specialised with.
     c_end = (C // COPY_VEC) * COPY_VEC
 
-    # The first two tiles' copies (a tile past the split is not copied: its mask is all off).
-    for b in gl.static_range(2):
+    # With two buffers, the first two tiles' copies (a tile past the split is not copied: its
+    # mask is all off).
+    for b in gl.static_range(BUFFERS if BUFFERS > 1 else 0):
         tile = first + b
         n = tile // tiles_img
         if INT64:
@@ -155,17 +161,28 @@ def conv2d_wgrad_depthwise_halo_kernel(
                    stride_xh, stride_xw, stride_dp, stride_dq, b < count,
                    U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
 
-    halo_rows = halo._reinterpret(DTYPE, [2 * CHUNKS * CHUNK, BLOCK_C], ROW)
-    dy_rows = dy_tile._reinterpret(DTYPE, [2 * TILE, BLOCK_C], ROW)
+    halo_rows = halo._reinterpret(DTYPE, [BUFFERS * CHUNKS * CHUNK, BLOCK_C], ROW)
+    dy_rows = dy_tile._reinterpret(DTYPE, [BUFFERS * TILE, BLOCK_C], ROW)
     accs = ()
     for _t in gl.static_range(R * S):
         accs = accs + (gl.zeros([BLOCK_C], gl.float32, CL),)
     for i in range(count):
-        buf = i % 2
+        buf = i % BUFFERS
         tile = first + i
         p0 = (tile % tiles_img) // tiles_q * TILE_H
         q0 = (tile % tiles_q) * TILE_W
-        async_copy.wait_group(1)  # this tile's copies are in (the next tile's may still fly)
+        if BUFFERS == 1:  # copy this tile now and wait for it (other programs hide the wait)
+            n = tile // tiles_img
+            if INT64:
+                n = n.to(gl.int64)
+            _copy_tile(x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC),
+                       dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC),
+                       halo, dy_tile, 0, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
+                       stride_xh, stride_xw, stride_dp, stride_dq, True,
+                       U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
+            async_copy.wait_group(0)
+        else:
+            async_copy.wait_group(1)  # this tile's copies are in (the next tile's may still fly)
         gl.thread_barrier()
         halo_base = buf * (CHUNKS * CHUNK)
         dy_base = buf * TILE
@@ -184,16 +201,18 @@ def conv2d_wgrad_depthwise_halo_kernel(
                             new = new + (accs[r * S + s] + d * xv,)
                     accs = new
         gl.thread_barrier()  # every thread is done with this buffer before it is refilled
-        tile = first + i + 2
-        n = tile // tiles_img
-        if INT64:
-            n = n.to(gl.int64)
-        p0 = (tile % tiles_img) // tiles_q * TILE_H
-        q0 = (tile % tiles_q) * TILE_W
-        _copy_tile(x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC), dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC),
-                   halo, dy_tile, buf, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
-                   stride_xh, stride_xw, stride_dp, stride_dq, i + 2 < count,
-                   U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
+        if BUFFERS > 1:
+            tile = first + i + 2
+            n = tile // tiles_img
+            if INT64:
+                n = n.to(gl.int64)
+            p0 = (tile % tiles_img) // tiles_q * TILE_H
+            q0 = (tile % tiles_q) * TILE_W
+            _copy_tile(x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC),
+                       dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC),
+                       halo, dy_tile, buf, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
+                       stride_xh, stride_xw, stride_dp, stride_dq, i + 2 < count,
+                       U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
     async_copy.wait_group(0)
 
     c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
@@ -218,16 +237,19 @@ class WgradHaloTiling:
     unroll: int
     halo_pixels: int
     chunk: int
+    buffers: int  # 2: double-buffered copies; 1: one halo and dy tile
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """Two halos (whole copy chunks) and two dy tiles, in the input's dtype."""
+        """The halos (whole copy chunks) and dy tiles, in the input's dtype."""
         halo = cdiv(self.halo_pixels, self.chunk) * self.chunk
-        return 2 * (halo + self.tile_h * self.tile_w) * self.block_c * problem.itemsize
+        return self.buffers * (halo + self.tile_h * self.tile_w) * self.block_c * problem.itemsize
 
 
 def wgrad_halo_tiling(problem: ConvProblem, config: BackwardConfig) -> WgradHaloTiling:
-    """:class:`WgradHaloTiling` of ``config``; a ``ValueError`` naming the field if it cannot
-    describe this kernel's tile."""
+    """:class:`WgradHaloTiling` of ``config`` (``num_stages``: the buffers, 1 or 2); a
+    ``ValueError`` naming the field if it cannot describe this kernel's tile."""
+    if config.num_stages not in (1, 2):
+        raise ValueError(f"config num_stages={config.num_stages}: the halo wgrad has 1 or 2 buffers")
     tile_w = config.block_k
     if tile_w < 1 or config.block_m % tile_w or (tile_w & (tile_w - 1)) or (config.block_m & (config.block_m - 1)):
         raise ValueError(f"config block_m={config.block_m}, block_k={config.block_k}: the halo wgrad's tile is "
@@ -249,7 +271,7 @@ def wgrad_halo_tiling(problem: ConvProblem, config: BackwardConfig) -> WgradHalo
     while unroll < 4 and tile_w % (2 * unroll) == 0 and problem.out_w % (2 * unroll) == 0:
         unroll *= 2
     return WgradHaloTiling(config.block_m // tile_w, tile_w, config.block_n, vec, unroll,
-                           halo, min(COPY_CHUNK, pow2_at_least(halo)))
+                           halo, min(COPY_CHUNK, pow2_at_least(halo)), config.num_stages)
 
 
 def wgrad_halo_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -263,9 +285,10 @@ def wgrad_halo_unsupported_reason(problem: ConvProblem) -> str | None:
         return f"its copies take 16-byte channel segments: it needs C a multiple of {16 // problem.itemsize}"
     if problem.r * problem.s > MAX_TAPS:
         return f"its taps' accumulators are registers: filters of at most {MAX_TAPS} taps"
-    smallest = wgrad_halo_tiling(problem, BackwardConfig(block_m=16, block_n=32, block_k=4, num_warps=1))
+    smallest = wgrad_halo_tiling(problem, BackwardConfig(block_m=16, block_n=32, block_k=4, num_warps=1,
+                                                         num_stages=1))
     if smallest.shared_bytes(problem) > MAX_SHARED_BYTES:
-        return (f"a 4x4-pixel tile's two halos ({smallest.halo_pixels} pixels each) need more than "
+        return (f"a 4x4-pixel tile's halo ({smallest.halo_pixels} pixels) needs more than "
                 f"{MAX_SHARED_BYTES // 1024} KB of shared memory (stride {problem.stride}, dilation {problem.dilation})")
     return None
 
@@ -275,10 +298,21 @@ def _copyable(t: torch.Tensor, itemsize: int) -> bool:
     return t.stride(1) == 1 and all((st * itemsize) % 16 == 0 for st in (t.stride(0), t.stride(2), t.stride(3)))
 
 
+def resident_programs(problem: ConvProblem, config: BackwardConfig) -> int:
+    """About how many programs of ``config`` an SM holds at once: its shared memory (and 1 KB
+    reserved a program) and registers (estimated: ~40 a thread beside the accumulators, a
+    second register for every other one; sm_90 compiles gave 63 for a 3x3 at one channel a
+    thread, 121 for a 7x7, 255 for a 7x7 at two), at most :data:`_MAX_RESIDENT`."""
+    tiling = wgrad_halo_tiling(problem, config)
+    registers = min(255, 40 + 2 * problem.r * problem.s * tiling.vec) * 32 * config.num_warps
+    return max(1, min(_MAX_RESIDENT, _SM_SHARED_BYTES // (tiling.shared_bytes(problem) + 1024),
+                      _SM_REGISTERS // registers))
+
+
 def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int, int]:
     """(tiles a split, splits) of ``config`` on ``problem``: ``config.split_k`` splits if
-    given, else enough for about :data:`_HALO_PROGRAMS` programs with the channel blocks,
-    each split at least :data:`MIN_TILES_PER_SPLIT` tiles (its prologue and partial sums
+    given, else one wave of programs with the channel blocks (:func:`resident_programs` an
+    SM), each split at least :data:`MIN_TILES_PER_SPLIT` tiles (its prologue and partial sums
     amortised) and the partial sums' traffic within the inputs' bytes."""
     tiling = wgrad_halo_tiling(problem, config)
     tiles = problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w)
@@ -286,7 +320,7 @@ def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int,
         wanted = config.split_k
     else:
         blocks = cdiv(problem.c, tiling.block_c)
-        wanted = min(cdiv(_HALO_PROGRAMS, blocks), max(1, tiles // MIN_TILES_PER_SPLIT),
+        wanted = min(cdiv(_SMS * resident_programs(problem, config), blocks), max(1, tiles // MIN_TILES_PER_SPLIT),
                      splits_within_input_bytes(problem))
     per_split = cdiv(tiles, max(1, min(wanted, tiles)))
     return per_split, cdiv(tiles, per_split)
@@ -321,7 +355,7 @@ def launch_wgrad_depthwise_halo(
         R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
-        CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
+        CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps, BUFFERS=tiling.buffers,
         INT64=needs_int64(problem), num_warps=config.num_warps,
     )
     sum_splits(problem, out, grad_weight, split)
