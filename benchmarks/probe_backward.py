@@ -4,8 +4,9 @@
 
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
-    python3 benchmarks/probe_backward.py dw-wgrad         # the depthwise suite's wgrad: the CUDA-core
-                                                          # kernel, the halo kernel's tuning candidates
+    python3 benchmarks/probe_backward.py dw-wgrad [--all] # the depthwise suite's wgrad up to 7x7 (--all:
+                                                          # RepLKNet's too): the CUDA-core kernel, the
+                                                          # chosen kernel's tuning candidates
 
 Not the benchmark of record (that is ``python -m tileconv bench --pass wgrad``).
 """
@@ -34,15 +35,17 @@ ROWS = ("r50 c64 hw56 k64 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512
 
 def probe_depthwise(name, p):
     """The depthwise wgrad of ``p``: cuDNN, the CUDA-core kernel (its heuristics), and every
-    candidate the halo kernel's tuning would race, each checked against float32."""
-    from tileconv.dispatch.heuristics import default_backward_config
+    candidate the chosen kernel's tuning would race (the halo's or the Toeplitz GEMM's),
+    each checked against float32."""
+    from tileconv.dispatch.heuristics import choose_backward_algorithm, default_backward_config
     from tileconv.dispatch.tune_backward import backward_candidates
 
     i = random_inputs(p, "cuda", seed=0)
     grad = torch.randn(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
-    if once:  # the heuristics' config and its other buffer count, one launch each (for ncu)
-        for cfg in backward_candidates(p, "depthwise_halo", "wgrad", 2):
-            conv2d_backward_problem(p, grad, i.x, i.weight, False, True, algo="depthwise_halo", wgrad_config=cfg)
+    chosen = choose_backward_algorithm(p)  # depthwise_halo up to 7x7, depthwise_toeplitz past it
+    if once:  # the heuristics' config and the first variant, one launch each (for ncu)
+        for cfg in backward_candidates(p, chosen, "wgrad", 2):
+            conv2d_backward_problem(p, grad, i.x, i.weight, False, True, algo=chosen, wgrad_config=cfg)
         torch.cuda.synchronize()
         return
     ref = aten_convolution_backward(p, grad.float(), i.x.float(), i.weight.float(), False, True)[1]
@@ -50,7 +53,7 @@ def probe_depthwise(name, p):
                      return_mode="median")
     print(f"{name:28s} cudnn {t_ref * 1e3:8.1f} us", flush=True)
     runs = [("depthwise", default_backward_config(p, "depthwise", "wgrad"))]
-    runs += [("depthwise_halo", c) for c in backward_candidates(p, "depthwise_halo", "wgrad", 16)]
+    runs += [(chosen, c) for c in backward_candidates(p, chosen, "wgrad", 16)]
     for algo, cfg in runs:
         def ours(algo=algo, cfg=cfg):
             return conv2d_backward_problem(p, grad, i.x, i.weight, False, True, algo=algo, wgrad_config=cfg)[1]

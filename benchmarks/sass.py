@@ -176,7 +176,9 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
     import tileconv.kernels.wgrad_halo as wgrad_halo
+    import tileconv.kernels.wgrad_toeplitz as wgrad_toeplitz
     from tileconv.dispatch.heuristics import choose_backward_algorithm, default_backward_config
+    from tileconv.kernels import get_backward_algorithm
 
     case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
     problem = case.problem(dtype, "nhwc", "none", batch=2)
@@ -184,33 +186,27 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     config = default_backward_config(problem, algorithm, gradient)
     inputs = random_inputs(problem, "cpu", seed=0)
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
-    module = dgrad if gradient == "dgrad" else wgrad
-    kernel_name = f"conv2d_{gradient}_{'depthwise_' if algorithm == 'depthwise' else ''}kernel"
-    if algorithm == "depthwise_halo" and gradient == "wgrad":  # (its dgrad is the depthwise one)
-        module, kernel_name = wgrad_halo, "conv2d_wgrad_depthwise_halo_kernel"
-    elif algorithm == "depthwise_halo":
-        kernel_name = "conv2d_dgrad_depthwise_kernel"
-    recorder = _Recorder(getattr(module, kernel_name))
-    saved = getattr(module, kernel_name)
-    saved_finish = wgrad.wgrad_finish_kernel  # a second launch (splits, tap order): recorded, not compiled
-    depthwise = algorithm in ("depthwise", "depthwise_halo")
+    # Every kernel the backward modules launch is recorded, not run (the split sums, the plane
+    # copies); the gradient's own kernel, conv2d_<gradient>_..., is compiled.
+    modules = (dgrad, wgrad, wgrad_halo, wgrad_toeplitz)
+    saved = [(m, name, getattr(m, name)) for m in modules for name in dir(m) if name.endswith("_kernel")]
+    recorders = {}
     try:
-        setattr(module, kernel_name, recorder)
-        wgrad.wgrad_finish_kernel = _Recorder(saved_finish)
+        for module, name, kernel in saved:
+            recorders.setdefault(name, _Recorder(kernel))
+            setattr(module, name, recorders[name])
+        pair = get_backward_algorithm(algorithm)
         if gradient == "dgrad":
             grad_input = torch.empty(problem.input_shape, dtype=problem.dtype).contiguous(
                 memory_format=torch.channels_last)
-            launcher = dgrad.launch_dgrad_depthwise if depthwise else dgrad.launch_dgrad_implicit_gemm
-            launcher(problem, grad, inputs.weight, grad_input, config)
+            pair.dgrad(problem, grad, inputs.weight, grad_input, config)
         else:
-            grad_weight = torch.empty(problem.weight_shape, dtype=problem.dtype)
-            launcher = {"depthwise": wgrad.launch_wgrad_depthwise,
-                        "depthwise_halo": wgrad_halo.launch_wgrad_depthwise_halo}.get(
-                            algorithm, wgrad.launch_wgrad_implicit_gemm)
-            launcher(problem, grad, inputs.x, grad_weight, config)
+            pair.wgrad(problem, grad, inputs.x, torch.empty(problem.weight_shape, dtype=problem.dtype), config)
     finally:
-        setattr(module, kernel_name, saved)
-        wgrad.wgrad_finish_kernel = saved_finish
+        for module, name, kernel in saved:
+            setattr(module, name, kernel)
+    (kernel_name, recorder), = [(name, r) for name, r in recorders.items()
+                                if name.startswith(f"conv2d_{gradient}") and r.calls]
     args, kwargs = recorder.calls[0]
     source, options = _specialise(recorder.kernel, args, dict(kwargs, INT64=int64))
     compiled = triton.compile(source, target=TARGET, options=options)
@@ -290,14 +286,19 @@ BACKWARD_CASES = [
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
 PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
-# Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem; and the
-# halo wgrad (Gluon, a GPU's default for these; the CPU's dispatch cannot pick it) in both
-# index widths: a 3x3 at 2 channels a thread, a stride-2 3x3, a 7x7.
+# Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem; the halo
+# wgrad (Gluon, a GPU's default for these; the CPU's dispatch cannot pick it) in both index
+# widths: a 3x3 at 2 channels a thread, a stride-2 3x3, a 7x7.
 FORCED_BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32, False),
     ("wgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32, False),
     *[(("wgrad", case, "depthwise_halo", torch.float16, int64))
       for case in ("mbv2 dw3x3 c192 hw28/1", "mbv2 dw3x3 c96 hw112/2", "convnext dw7x7 c96 hw56")
+      for int64 in (False, True)],
+    # The Toeplitz wgrad (tensor cores), a 31x31 and a 13x13 (16x16 tiles), and in strict fp32 (3xTF32).
+    *[("wgrad", case, "depthwise_toeplitz", dtype, int64)
+      for case, dtype in (("replknet dw31x31 c128 hw56", torch.float16), ("replknet dw13x13 c1024 hw7", torch.float16),
+                          ("replknet dw31x31 c128 hw56", torch.float32))
       for int64 in (False, True)],
 ]
 

@@ -312,6 +312,48 @@ HALO_WGRAD_CASES = [
 ]
 
 
+# The Toeplitz wgrad (tensor cores; the default past 49 taps where the halo wgrad cannot run):
+# a 7x5 at stride 2 with dilated columns and multiplier 2 in fp32 (3xTF32) over three splits;
+# a 9x9 in fp16 channels_last (the heuristics' launch); a 13x13 in bf16 NCHW, 32 columns a step.
+TOEPLITZ_WGRAD_CASES = [
+    ("toeplitz_7x5_s2_x2", ("toeplitz_7x5", 1, 2, 10, 9, 4, 7, 5, 2, (3, 2), (1, 2), 2), torch.float32, "nchw",
+     BackwardConfig(16, 16, 16, split_k=3, num_warps=1, num_stages=1)),
+    ("toeplitz_9x9", ("toeplitz_9x9", 2, 4, 8, 12, 4, 9, 9, 1, 4, 1, 4), torch.float16, "nhwc", None),
+    ("toeplitz_13x13", ("toeplitz_13x13", 1, 2, 7, 7, 2, 13, 13, 1, 6, 1, 2), torch.bfloat16, "nchw",
+     BackwardConfig(16, 16, 32, split_k=2, num_warps=1, num_stages=1)),
+]
+
+
+@pytest.mark.parametrize("name,geometry,dtype,layout,config", TOEPLITZ_WGRAD_CASES,
+                         ids=[c[0] for c in TOEPLITZ_WGRAD_CASES])
+def test_toeplitz_wgrad_matches_float64(name, geometry, dtype, layout, config, device: str, seed: int):
+    """The Toeplitz wgrad (a GEMM a channel and output row, its band from dy) against float64."""
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, layout, device, seed)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})",
+                    algo="depthwise_toeplitz", wgrad_config=config)
+
+
+def test_toeplitz_wgrad_keeps_non_finite_inputs_where_pytorch_has_them(device: str, seed: int):
+    """The band's structural zeros times an Inf input would be NaN in taps whose true sum never
+    holds it: the kernel redoes such a program term by term, so Inf and NaN land where
+    PyTorch's float64 gradient has them, and only there."""
+    from tileconv.functional import conv2d_backward_problem
+
+    geometry = ("toeplitz_inf", 2, 4, 9, 10, 4, 9, 9, 1, 4, 1, 4)
+    problem, x, weight, grad, _, _ = _backward_case(geometry, torch.float32, "nhwc", device, seed)
+    x = x.clone()
+    x[1, 2, 4, 3] = float("inf")
+    x[0, 1, 0, 0] = float("nan")
+    x64, w64 = x.detach().cpu().double().requires_grad_(), weight.detach().cpu().double().requires_grad_()
+    F.conv2d(x64, w64, None, 1, 4, 1, 4).backward(grad.cpu().double())
+    got = conv2d_backward_problem(problem, grad, x, weight, False, True, algo="depthwise_toeplitz")[1].cpu()
+    want = w64.grad
+    assert torch.equal(torch.isnan(got), torch.isnan(want)) and torch.equal(torch.isinf(got), torch.isinf(want))
+    finite = torch.isfinite(want)
+    assert not finite.all() and finite.any()
+    torch.testing.assert_close(got[finite].double(), want[finite], rtol=1e-4, atol=1e-4)
+
+
 def _halo_wgrad_reason() -> str | None:
     from tileconv.kernels import BACKWARD_ALGORITHMS
 
@@ -337,7 +379,8 @@ def test_halo_wgrad_matches_float64(name, geometry, dtype, config, grad_layout, 
 
 def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
     """auto dispatch: the halo wgrad for a channels_last depthwise problem of up to 7x7 where
-    the GPU runs it; the CUDA-core kernels otherwise (a multiplier, NCHW, 9x9, the interpreter)."""
+    the GPU runs it; the Toeplitz wgrad past 49 taps; the CUDA-core kernels otherwise (a
+    multiplier, NCHW, the interpreter)."""
     from tileconv import dispatch
 
     def problem(**kw):
@@ -350,7 +393,10 @@ def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
     assert dispatch.select_backward(problem(r=7, s=7, padding=(3, 3))).name == halo
     assert dispatch.select_backward(problem(k=32)).name == "depthwise"  # channel multiplier 2
     assert dispatch.select_backward(problem(layout="nchw")).name == "depthwise"
-    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4))).name == "depthwise"  # 81 taps
+    # 81 taps: the Toeplitz wgrad (tensor cores), in either layout; 25 without the halo: CUDA cores
+    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4))).name == "depthwise_toeplitz"
+    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4), layout="nchw")).name == "depthwise_toeplitz"
+    assert dispatch.select_backward(problem(r=5, s=5, padding=(2, 2), layout="nchw")).name == "depthwise"
 
 
 def test_stride1_dgrad_runs_as_a_forward_convolution(device, seed, monkeypatch):

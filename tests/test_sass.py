@@ -80,6 +80,8 @@ def test_fast_paths_use_hopper_instructions():
         if row["kernel"] == "conv2d_wgrad_depthwise_halo_kernel":
             assert row["LDGSTS.128"] > 0 and row["LDGSTS.128"] == row["LDGSTS"] and row["LDG"] == 0, where
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
+        if row["kernel"] == "conv2d_wgrad_depthwise_toeplitz_kernel":  # tensor cores (mma.sync at these tiles)
+            assert row["HMMA"] + row["HGMMA"] > 0, "no tensor-core instructions: " + where
         if row["kernel"] == "conv2d_dgrad_depthwise_kernel":  # (the weight's taps are scalars)
             assert row["LDG.128"] > 0 and row["STG.128"] == row["STG"], "narrow loads or stores: " + where
 

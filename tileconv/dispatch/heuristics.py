@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import triton
 
-from .._runtime import INTERPRET, cdiv
+from .._runtime import INTERPRET, cdiv, pow2_at_least
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.backward import BACKWARD_ALGORITHMS
 from ..kernels.ladder import LADDER, ladder_config
@@ -36,6 +36,7 @@ from ..kernels.launch import (
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_halo import MAX_ACCUMULATORS, wgrad_halo_tiling
+from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -477,13 +478,25 @@ def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
 
 
 # --------------------------------------------------------------------- backward
+# Depthwise filters of more taps than this take the Toeplitz wgrad (tensor cores) where the
+# halo wgrad cannot run them.
+TOEPLITZ_WGRAD_MIN_TAPS = 50
+
+
 def choose_backward_algorithm(problem: ConvProblem) -> str:
     """Depthwise (groups = C): 'depthwise_halo' where it runs (its wgrad from shared-memory
-    halos: on a GPU, multiplier 1, channels_last, up to 7x7), else the CUDA-core
-    'depthwise' kernels; everything else 'implicit_gemm'."""
+    halos: on a GPU, multiplier 1, channels_last, up to 7x7); filters of
+    :data:`TOEPLITZ_WGRAD_MIN_TAPS` taps and more (RepLKNet's 13x13 to 31x31) 'depthwise_toeplitz'
+    (the wgrad on the tensor cores); else the CUDA-core 'depthwise' kernels. Everything else
+    'implicit_gemm'."""
     if not problem.is_depthwise:
         return "implicit_gemm"
-    return "depthwise_halo" if BACKWARD_ALGORITHMS["depthwise_halo"].unsupported_reason(problem) is None else "depthwise"
+    if BACKWARD_ALGORITHMS["depthwise_halo"].unsupported_reason(problem) is None:
+        return "depthwise_halo"
+    if (problem.r * problem.s >= TOEPLITZ_WGRAD_MIN_TAPS
+            and BACKWARD_ALGORITHMS["depthwise_toeplitz"].unsupported_reason(problem) is None):
+        return "depthwise_toeplitz"
+    return "depthwise"
 
 
 # The halo wgrad's buffers a one-warp program: four programs an SM (H100/H200: 228 KB).
@@ -506,6 +519,17 @@ def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     return config
 
 
+def _toeplitz_wgrad_config(problem: ConvProblem) -> BackwardConfig:
+    """The Toeplitz wgrad's launch (:mod:`tileconv.kernels.wgrad_toeplitz`): ``block_k`` input
+    columns a step (32, or 16 where a row reads fewer than 64), 4 warps over a 32x32 filter
+    tile and more, 1 under 16x16 (and under the interpreter); split-K left to the launcher."""
+    steps = 32 if toeplitz_wgrad_columns(problem) >= 64 else 16
+    small = max(problem.r, problem.s) <= 16
+    warps = 1 if INTERPRET or small else 4
+    return BackwardConfig(block_m=pow2_at_least(problem.r, 16), block_n=pow2_at_least(problem.s, 16), block_k=steps,
+                          split_k=0, num_warps=warps, num_stages=1 if INTERPRET else 2)
+
+
 def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:
     """A sound config for ``gradient`` ('dgrad' or 'wgrad') of ``algorithm``: tile shapes
     follow the forward's (same operand widths); wgrad's column tile stays inside one tap
@@ -519,6 +543,10 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
         if gradient == "wgrad":
             return _halo_wgrad_config(problem)
         algorithm = "depthwise"  # the same dgrad kernels
+    if algorithm == "depthwise_toeplitz":
+        if gradient == "wgrad":
+            return _toeplitz_wgrad_config(problem)
+        algorithm = "depthwise"
     if algorithm == "depthwise":
         if INTERPRET:
             return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)

@@ -34,6 +34,7 @@ from ..kernels import BackwardConfig, get_backward_algorithm
 from ..kernels.backward import aten_convolution_backward
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
+from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
 from ..problem import ConvProblem
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward
@@ -65,6 +66,8 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
     base = default_backward_config(problem, algorithm, gradient)
     if algorithm == "depthwise_halo" and gradient == "wgrad":
         return _halo_wgrad_candidates(problem, base, limit)
+    if algorithm == "depthwise_toeplitz" and gradient == "wgrad":
+        return _toeplitz_wgrad_candidates(problem, base, limit)
     variants: list[BackwardConfig] = [base]
     smallest = min(16, base.block_m, base.block_n)  # tl.dot's 16, or a CUDA-core kernel's narrower tile
 
@@ -79,7 +82,7 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         value = getattr(base, field_name)
         add(replace(base, **{field_name: value * 2}))
         add(replace(base, **{field_name: value // 2}))
-    if algorithm not in ("depthwise", "depthwise_halo"):
+    if algorithm not in ("depthwise", "depthwise_halo", "depthwise_toeplitz"):
         add(replace(base, block_k=32 if base.block_k == 64 else 64))
         add(replace(base, num_stages=2 if base.num_stages >= 3 else 3))
         add(replace(base, num_stages=4))
@@ -113,6 +116,28 @@ def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: in
     for block_n in (32, 64):
         add(replace(base, block_n=block_n))
     add(replace(base, block_n=base.block_n * 2, num_warps=2))
+    return variants[:limit]
+
+
+def _toeplitz_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
+    """The Toeplitz wgrad's variants (:mod:`tileconv.kernels.wgrad_toeplitz`): the heuristics'
+    launch, then half and twice its split-K, 16 to 64 input columns a step, 2, 4 and 8 warps,
+    1 to 3 stages."""
+    _, split = toeplitz_wgrad_split(problem, base)
+    variants: list[BackwardConfig] = [base]
+
+    def add(config: BackwardConfig) -> None:
+        if config not in variants:
+            variants.append(config)
+
+    for factor in (0.5, 2):
+        add(replace(base, split_k=max(1, round(split * factor))))
+    for block_k in (16, 32, 64):
+        add(replace(base, block_k=block_k))
+    for warps in (2, 4, 8):
+        add(replace(base, num_warps=warps))
+    for stages in (1, 3):
+        add(replace(base, num_stages=stages))
     return variants[:limit]
 
 

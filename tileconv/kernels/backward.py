@@ -13,6 +13,8 @@ tensor the caller allocated:
   channels still fills 36 columns).
 - ``depthwise``: CUDA-core kernels for groups = C (any multiplier), where a tensor-core
   tile would be almost all padding.
+- ``depthwise_toeplitz``: the same dgrad; the wgrad of large filters on the tensor cores, a
+  Toeplitz GEMM a channel over each output row (:mod:`.wgrad_toeplitz`; filters up to 64x64).
 - ``depthwise_halo``: the same dgrad; the wgrad from shared-memory halos (Gluon, a GPU with
   cp.async; multiplier 1, channels_last, filters of up to 49 taps), every tap's accumulator
   in registers (:mod:`.wgrad_halo`).
@@ -35,6 +37,7 @@ from .dgrad import launch_dgrad_depthwise, launch_dgrad_implicit_gemm
 from .launch import has_cp_async
 from .wgrad import launch_wgrad_depthwise, launch_wgrad_implicit_gemm
 from .wgrad_halo import launch_wgrad_depthwise_halo, wgrad_halo_unsupported_reason
+from .wgrad_toeplitz import launch_wgrad_depthwise_toeplitz, wgrad_toeplitz_unsupported_reason
 
 BackwardLauncher = Callable[[ConvProblem, torch.Tensor, torch.Tensor, torch.Tensor, BackwardConfig], object]
 
@@ -107,6 +110,11 @@ BACKWARD_ALGORITHMS: dict[str, BackwardAlgorithm] = {
         "depthwise",
         "CUDA-core depthwise dgrad (output phases) and wgrad (a filter row's taps a program, reduced over N*P*Q)",
         launch_dgrad_depthwise, launch_wgrad_depthwise, _depthwise_only,
+    ),
+    "depthwise_toeplitz": BackwardAlgorithm(
+        "depthwise_toeplitz",
+        "the depthwise dgrad; wgrad of large filters on the tensor cores (a Toeplitz GEMM a channel and output row)",
+        launch_dgrad_depthwise, launch_wgrad_depthwise_toeplitz, wgrad_toeplitz_unsupported_reason,
     ),
     "depthwise_halo": BackwardAlgorithm(
         "depthwise_halo",
