@@ -53,7 +53,7 @@ def probe_depthwise(name, p):
                      return_mode="median")
     print(f"{name:28s} cudnn {t_ref * 1e3:8.1f} us", flush=True)
     runs = [("depthwise", default_backward_config(p, "depthwise", "wgrad"))]
-    runs += [(chosen, c) for c in backward_candidates(p, chosen, "wgrad", 16)]
+    runs += [(chosen, c) for c in backward_candidates(p, chosen, "wgrad")]
     for algo, cfg in runs:
         def ours(algo=algo, cfg=cfg):
             return conv2d_backward_problem(p, grad, i.x, i.weight, False, True, algo=algo, wgrad_config=cfg)[1]

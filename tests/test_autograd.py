@@ -297,18 +297,19 @@ def test_backward_pinned_configs(name, geometry, algo, dgrad_config, wgrad_confi
 # CUDA-core kernel is the depthwise default). Ragged 8x8 tiles over 13x10 outputs with three
 # splits and a channel block wider than C; a 5x5 at stride 2 with uneven padding and dilated
 # columns, C = 24 (copies masked at 16-byte groups); a 7x7 at two channels a thread on two
-# warps (98 accumulators); Q = 8 (four pixels a step) at stride 2; fp32 and bf16.
+# warps (98 accumulators); Q = 8 (four pixels a step) at stride 2; fp32 and bf16; one and two
+# buffers (num_stages).
 HALO_WGRAD_CASES = [
     ("halo_3x3_ragged", ("halo_3x3", 2, 16, 13, 10, 16, 3, 3, 1, 1, 1, 16), torch.float16,
-     BackwardConfig(64, 32, 8, split_k=3, num_warps=1)),
+     BackwardConfig(64, 32, 8, split_k=3, num_warps=1, num_stages=2)),
     ("halo_5x5_s2_dil", ("halo_5x5", 2, 24, 11, 12, 24, 5, 5, 2, (2, 1), (1, 2), 24), torch.float16,
-     BackwardConfig(32, 64, 8, split_k=2, num_warps=1)),
+     BackwardConfig(32, 64, 8, split_k=2, num_warps=1, num_stages=1)),
     ("halo_7x7_two_warps", ("halo_7x7", 1, 64, 9, 14, 64, 7, 7, 1, 3, 1, 64), torch.bfloat16,
-     BackwardConfig(16, 128, 4, num_warps=2)),
+     BackwardConfig(16, 128, 4, num_warps=2, num_stages=2)),
     ("halo_3x3_s2_unroll4", ("halo_s2", 3, 8, 16, 16, 8, 3, 3, 2, 1, 1, 8), torch.float16,
-     BackwardConfig(32, 32, 8, num_warps=1)),
+     BackwardConfig(32, 32, 8, num_warps=1, num_stages=1)),
     ("halo_3x3_fp32", ("halo_fp32", 2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), torch.float32,
-     BackwardConfig(64, 32, 8, split_k=2, num_warps=1)),
+     BackwardConfig(64, 32, 8, split_k=2, num_warps=1, num_stages=2)),
 ]
 
 

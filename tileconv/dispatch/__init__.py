@@ -18,6 +18,7 @@ from .. import call_plans
 from .._runtime import INTERPRET
 from ..kernels import (
     ALGORITHMS,
+    BACKWARD_ALGORITHMS,
     Algorithm,
     BackwardAlgorithm,
     BackwardConfig,
@@ -136,6 +137,13 @@ def dgrad_forward(problem: ConvProblem) -> ConvProblem | None:
     return forward
 
 
+def same_kernel(algorithm: BackwardAlgorithm, gradient: str) -> set[str]:
+    """The backward algorithms whose ``gradient`` launcher is ``algorithm``'s (the depthwise
+    ones share their dgrad): a config tuned under any of them means the same kernel's tile."""
+    return {name for name, other in BACKWARD_ALGORITHMS.items()
+            if getattr(other, gradient) is getattr(algorithm, gradient)}
+
+
 def backward_config(problem: ConvProblem, algorithm: BackwardAlgorithm, gradient: str) -> BackwardConfig:
     """The launch config of ``gradient`` ('dgrad' or 'wgrad') for ``algorithm``: the tuned
     one for this GPU model and Triton version if ``tileconv tune --pass`` measured it for
@@ -147,7 +155,7 @@ def backward_config(problem: ConvProblem, algorithm: BackwardAlgorithm, gradient
         return hit
     tuned = None
     if algorithm.name == choose_backward_algorithm(problem):
-        tuned = cache.lookup_backward(problem, gradient, device, algorithm.name)
+        tuned = cache.lookup_backward(problem, gradient, device, same_kernel(algorithm, gradient))
     config = tuned if tuned is not None else default_backward_config(problem, algorithm.name, gradient)
     _backward_selected[key] = config
     return config

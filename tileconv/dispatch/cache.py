@@ -45,7 +45,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,14 +286,14 @@ def lookup(problem: ConvProblem, device: torch.device | str | int | None = None)
 
 def lookup_backward(problem: ConvProblem, gradient: str,
                     device: torch.device | str | int | None = None,
-                    algorithm: str | None = None) -> BackwardConfig | None:
+                    algorithms: Collection[str] | None = None) -> BackwardConfig | None:
     """The tuned ``gradient`` config for ``problem`` on ``device`` with this Triton, if any
-    (None too for an entry this version cannot read, or one tuned for another backward
-    algorithm than ``algorithm`` where given: its config means another kernel's tile)."""
+    (None too for an entry this version cannot read, or, where ``algorithms`` is given, one
+    tuned for a backward algorithm not among them: its config would mean another kernel's tile)."""
     entry = _entries(cache_file()).get(backward_key(problem, device_name(device), gradient))
     if entry is None or entry.get("gradient") != gradient:
         return None
-    if algorithm is not None and entry.get("algorithm") != algorithm:
+    if algorithms is not None and entry.get("algorithm") not in algorithms:
         return None
     try:
         return BackwardConfig.from_dict(entry["config"])

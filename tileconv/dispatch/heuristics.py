@@ -35,7 +35,7 @@ from ..kernels.launch import (
     toeplitz_reach,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
-from ..kernels.wgrad_halo import MAX_ACCUMULATORS, wgrad_halo_tiling
+from ..kernels.wgrad_halo import wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
 from ..problem import ConvProblem
 
@@ -506,11 +506,11 @@ HALO_WGRAD_SHARED_BUDGET = 56 * 1024
 def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     """The halo wgrad's tile (:mod:`tileconv.kernels.wgrad_halo`): one warp over 64 channels
     (2 a thread: one 4-byte shared-memory load feeds two multiply-adds) where that pads C by
-    at most an eighth and the taps' accumulators fit, else 32; the largest of 8x8, 4x8 and
+    at most an eighth and the filter has at most 25 taps, else 32 (a 7x7 at 64 took 255
+    registers, and lost to 32 on three of four ConvNeXt rows, H200); the largest of 8x8, 4x8 and
     4x4 pixels whose two halos and dy tiles fit :data:`HALO_WGRAD_SHARED_BUDGET`; split-K
     left to the launcher."""
-    block_n = 64 if (cdiv(problem.c, 64) * 64 * 8 <= problem.c * 9
-                     and 2 * problem.r * problem.s <= MAX_ACCUMULATORS) else 32
+    block_n = 64 if (cdiv(problem.c, 64) * 64 * 8 <= problem.c * 9 and problem.r * problem.s <= 25) else 32
     config = BackwardConfig(block_m=16, block_n=block_n, block_k=4, split_k=0, num_warps=1, num_stages=1)
     for block_m, block_k in ((64, 8), (32, 8)):
         candidate = replace(config, block_m=block_m, block_k=block_k)
@@ -521,13 +521,15 @@ def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
 
 def _toeplitz_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     """The Toeplitz wgrad's launch (:mod:`tileconv.kernels.wgrad_toeplitz`): ``block_k`` input
-    columns a step (32, or 16 where a row reads fewer than 64), 4 warps over a 32x32 filter
-    tile and more, 1 under 16x16 (and under the interpreter); split-K left to the launcher."""
-    steps = 32 if toeplitz_wgrad_columns(problem) >= 64 else 16
+    columns a step (64 where a row reads 64 or more, else 32), 2 warps over a 32x32 filter
+    tile and more, 1 on 16x16 (and under the interpreter), 3 stages; split-K left to the
+    launcher. (H200, this session's probe of the nested-loop form: 64 columns and 2 warps
+    each beat 32 and 4 on the 31x31 rows, 1 warp the 13x13.)"""
+    steps = 64 if toeplitz_wgrad_columns(problem) >= 64 else 32
     small = max(problem.r, problem.s) <= 16
-    warps = 1 if INTERPRET or small else 4
+    warps = 1 if INTERPRET or small else 2
     return BackwardConfig(block_m=pow2_at_least(problem.r, 16), block_n=pow2_at_least(problem.s, 16), block_k=steps,
-                          split_k=0, num_warps=warps, num_stages=1 if INTERPRET else 2)
+                          split_k=0, num_warps=warps, num_stages=1 if INTERPRET else 3)
 
 
 def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:

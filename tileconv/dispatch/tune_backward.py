@@ -37,7 +37,7 @@ from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
 from ..problem import ConvProblem
 from ..testing import random_inputs, tolerance
-from . import cache, clear_selection_cache, dgrad_forward
+from . import cache, clear_selection_cache, dgrad_forward, same_kernel
 from .heuristics import choose_backward_algorithm, default_backward_config
 from .tune import (
     Timer,
@@ -121,8 +121,8 @@ def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: in
 
 def _toeplitz_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
     """The Toeplitz wgrad's variants (:mod:`tileconv.kernels.wgrad_toeplitz`): the heuristics'
-    launch, then half and twice its split-K, 16 to 64 input columns a step, 2, 4 and 8 warps,
-    1 to 3 stages."""
+    launch, then half and twice its split-K, 16 to 64 input columns a step, 1, 2 and 4 warps,
+    2 and 4 stages."""
     _, split = toeplitz_wgrad_split(problem, base)
     variants: list[BackwardConfig] = [base]
 
@@ -134,9 +134,9 @@ def _toeplitz_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit
         add(replace(base, split_k=max(1, round(split * factor))))
     for block_k in (16, 32, 64):
         add(replace(base, block_k=block_k))
-    for warps in (2, 4, 8):
+    for warps in (1, 2, 4):
         add(replace(base, num_warps=warps))
-    for stages in (1, 3):
+    for stages in (2, 4):
         add(replace(base, num_stages=stages))
     return variants[:limit]
 
@@ -278,8 +278,9 @@ def tune_backward(
                     if report is not None:
                         report(result)
                     continue
-                cached = None if force else cache.lookup_backward(problem, gradient, device,
-                                                                           choose_backward_algorithm(problem))
+                cached = None if force else cache.lookup_backward(
+                        problem, gradient, device,
+                        same_kernel(get_backward_algorithm(choose_backward_algorithm(problem)), gradient))
                 if cached is not None:
                     result = BackwardTuneResult(problem, gradient, key, "cached", config=cached)
                 elif problem.n == 0:

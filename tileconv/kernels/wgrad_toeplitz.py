@@ -84,30 +84,34 @@ def conv2d_wgrad_depthwise_toeplitz_kernel(
     mask_r = r < R
     rows_a = (r * dil_h * WP)[:, None]  # A: filter row r is plane row p*U + r*dil_h
     start = split * ROWS_PER_SPLIT
+    if INT64:
+        start = start.to(tl.int64)
     end = tl.minimum(start + ROWS_PER_SPLIT, N * P)
     acc = tl.zeros((BLOCK_R, BLOCK_S), dtype=tl.float32)
-    for m in range(start, end):
+    # One loop over (row, column block) steps, not a loop of rows around a loop of a row's few
+    # column blocks: the pipeliner then prefetches the next row's tiles during this row's.
+    blocks = tl.cdiv(JW, BLOCK_J)
+    for t in range(start * blocks, end * blocks):
+        m = t // blocks
+        j0 = (t - m * blocks) * BLOCK_J
         n = m // P
         p = m - n * P
-        if INT64:
-            n = n.to(tl.int64)
         x_row = x_ptr + ((n * C + c) * HP + p * stride_h) * WP
         dy_row = dy_ptr + ((n * K + k) * P + p) * QP
-        for j0 in range(0, JW, BLOCK_J):
-            jj = j0 + j
-            a = tl.load(x_row + rows_a + jj[None, :], mask=mask_r[:, None], other=0.0)
-            qv = jj[:, None] - (s * dil_w)[None, :]  # q*V of B[j, s]
-            if V == 1:
-                ok = (qv >= 0) & (qv < Q)
-                q = qv
-            else:
-                ok = (qv >= 0) & (qv < Q * V) & (qv % V == 0)
-                q = qv // V
-            b = tl.load(dy_row + q, mask=ok, other=0.0)
-            if UPCAST_DOT:
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+        jj = j0 + j
+        a = tl.load(x_row + rows_a + jj[None, :], mask=mask_r[:, None], other=0.0)
+        qv = jj[:, None] - (s * dil_w)[None, :]  # q*V of B[j, s]
+        if V == 1:
+            ok = (qv >= 0) & (qv < Q)
+            q = qv
+        else:
+            ok = (qv >= 0) & (qv < Q * V) & (qv % V == 0)
+            q = qv // V
+        b = tl.load(dy_row + q, mask=ok, other=0.0)
+        if UPCAST_DOT:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
 
     valid = mask_r[:, None] & (s < S)[None, :]
     if tl.sum(tl.where(valid & ~(tl.abs(acc) < float("inf")), 1, 0)) > 0:
