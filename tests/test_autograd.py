@@ -298,7 +298,7 @@ def test_backward_pinned_configs(name, geometry, algo, dgrad_config, wgrad_confi
 # splits and a channel block wider than C; a 5x5 at stride 2 with uneven padding and dilated
 # columns, C = 24 (copies masked at 16-byte groups); a 7x7 at two channels a thread on two
 # warps (98 accumulators); Q = 8 (four pixels a step) at stride 2; fp32 and bf16; one and two
-# buffers (num_stages).
+# buffers (num_stages); one filter row a program (tap_rows), dilated rows included.
 HALO_WGRAD_CASES = [
     ("halo_3x3_ragged", ("halo_3x3", 2, 16, 13, 10, 16, 3, 3, 1, 1, 1, 16), torch.float16,
      BackwardConfig(64, 32, 8, split_k=3, num_warps=1, num_stages=2)),
@@ -310,6 +310,10 @@ HALO_WGRAD_CASES = [
      BackwardConfig(32, 32, 8, num_warps=1, num_stages=1)),
     ("halo_3x3_fp32", ("halo_fp32", 2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), torch.float32,
      BackwardConfig(64, 32, 8, split_k=2, num_warps=1, num_stages=2)),
+    ("halo_3x3_dil2_tap_rows", ("halo_dil2", 2, 16, 10, 11, 16, 3, 3, 1, 2, 2, 16), torch.float16,
+     BackwardConfig(32, 32, 8, split_k=2, num_warps=1, num_stages=2, tap_rows=1)),
+    ("halo_7x7_tap_rows", ("halo_7x7_rows", 3, 32, 7, 7, 32, 7, 7, 1, 3, 1, 32), torch.float16,
+     BackwardConfig(64, 32, 8, num_warps=1, num_stages=1, tap_rows=1)),
 ]
 
 
@@ -380,8 +384,8 @@ def test_halo_wgrad_matches_float64(name, geometry, dtype, config, grad_layout, 
 
 def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
     """auto dispatch: the halo wgrad for a channels_last depthwise problem of up to 7x7 where
-    the GPU runs it; the Toeplitz wgrad past 49 taps; the CUDA-core kernels otherwise (a
-    multiplier, NCHW, the interpreter)."""
+    the GPU runs it; the Toeplitz wgrad past 49 taps on outputs 14 wide and up; the CUDA-core
+    kernels otherwise (a multiplier, NCHW, the interpreter, narrow outputs)."""
     from tileconv import dispatch
 
     def problem(**kw):
@@ -394,9 +398,12 @@ def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
     assert dispatch.select_backward(problem(r=7, s=7, padding=(3, 3))).name == halo
     assert dispatch.select_backward(problem(k=32)).name == "depthwise"  # channel multiplier 2
     assert dispatch.select_backward(problem(layout="nchw")).name == "depthwise"
-    # 81 taps: the Toeplitz wgrad (tensor cores), in either layout; 25 without the halo: CUDA cores
-    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4))).name == "depthwise_toeplitz"
-    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4), layout="nchw")).name == "depthwise_toeplitz"
+    # 81 taps at 16 wide: the Toeplitz wgrad (tensor cores), in either layout; at 8 wide, or
+    # 25 taps without the halo: CUDA cores
+    assert dispatch.select_backward(problem(h=16, w=16, r=9, s=9, padding=(4, 4))).name == "depthwise_toeplitz"
+    assert dispatch.select_backward(problem(h=16, w=16, r=9, s=9, padding=(4, 4),
+                                            layout="nchw")).name == "depthwise_toeplitz"
+    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4))).name == "depthwise"
     assert dispatch.select_backward(problem(r=5, s=5, padding=(2, 2), layout="nchw")).name == "depthwise"
 
 

@@ -92,8 +92,8 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
 
 def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
     """The halo wgrad's variants (:mod:`tileconv.kernels.wgrad_halo`): the heuristics' tile,
-    with the other buffer count, then half and twice the split-K the launcher picks, other
-    tiles (8x8, 4x8, 8x4, 4x4 pixels) single- and double-buffered, 32 and 64 channels a
+    with the other buffer count, then half and twice the split-K the launcher picks, all
+    the filter's rows or one a program, other tiles (8x8, 4x8, 8x4, 4x4 pixels) single- and double-buffered, 32 and 64 channels a
     warp, two warps; each only if its accumulators and shared memory fit."""
     _, split = halo_wgrad_split(problem, base)
     variants: list[BackwardConfig] = [base]
@@ -110,6 +110,8 @@ def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: in
     add(other)
     for factor in (0.5, 2):
         add(replace(base, split_k=max(1, round(split * factor))))
+    for rows in (0, 1):  # every filter row a program, or one
+        add(replace(base, tap_rows=rows))
     for block_m, block_k in ((64, 8), (32, 8), (32, 4), (16, 4)):
         add(replace(base, block_m=block_m, block_k=block_k))
         add(replace(other, block_m=block_m, block_k=block_k))

@@ -10,7 +10,9 @@ cuDNN on an H200, a 7x7 0.42x-0.58x; benchmarks/NOTES.md, session 13). Triton's 
 cannot give a thread a run of pixels whose registers it indexes by tap.
 
 This is the forward's :mod:`.depthwise_halo` turned around. A program owns ``BLOCK_C``
-channels (``VEC`` a thread, the warps side by side) and one split of the output tiles
+channels (``VEC`` a thread, the warps side by side), ``TAP_ROWS`` rows of the filter (all
+of them, or fewer where a small image has too few tiles to fill the GPU) and one split of
+the output tiles
 (``TILE_H`` x ``TILE_W`` pixels of one image). For each tile it copies the input halo
 (HH x WW pixels, zero-filled outside the image: the padding) and the tile's dy into shared
 memory by 16-byte cp.async, the next tile's copies in flight while this one is summed (two
@@ -59,6 +61,9 @@ _SM_SHARED_BYTES = 227 * 1024
 _SM_REGISTERS = 64 * 1024
 _MAX_RESIDENT = 16
 MIN_TILES_PER_SPLIT = 1
+# The partial sums' traffic (written, then read by the finish kernel) up to this many times
+# the inputs' own bytes: a small image's few tiles need every split they can get.
+PARTIAL_SUM_FACTOR = 4
 
 
 @gluon.jit
@@ -115,9 +120,10 @@ def conv2d_wgrad_depthwise_halo_kernel(
     COPY_VEC: gl.constexpr,  # channels in 16 bytes
     NUM_WARPS: gl.constexpr,
     BUFFERS: gl.constexpr,  # 2: the next tile's copies fly while this one is summed; 1: half the shared memory
+    TAP_ROWS: gl.constexpr,  # filter rows a program (divides R): rows r0.. of grid axis 2
     INT64: gl.constexpr,
 ):
-    HH: gl.constexpr = (TILE_H - 1) * U + (R - 1) * DIL_H + 1
+    HH: gl.constexpr = (TILE_H - 1) * U + (TAP_ROWS - 1) * DIL_H + 1
     WW: gl.constexpr = (TILE_W - 1) * V + (S - 1) * DIL_W + 1
     CHUNKS: gl.constexpr = (HH * WW + CHUNK - 1) // CHUNK
     TILE: gl.constexpr = TILE_H * TILE_W
@@ -132,6 +138,9 @@ def conv2d_wgrad_depthwise_halo_kernel(
 
     split = gl.program_id(0)
     c0 = gl.program_id(1) * BLOCK_C
+    r0 = gl.program_id(2) * TAP_ROWS
+    # The halo starts at filter row r0's input row: as if the top padding were r0*dil_h less.
+    pad_h = pad_h - r0 * DIL_H
     tiles_q = gl.cdiv(Q, TILE_W)
     tiles_img = gl.cdiv(P, TILE_H) * tiles_q
     first = split * TILES_PER_SPLIT
@@ -165,7 +174,7 @@ def conv2d_wgrad_depthwise_halo_kernel(
     halo_rows = halo._reinterpret(DTYPE, [BUFFERS * CHUNKS * CHUNK, BLOCK_C], ROW)
     dy_rows = dy_tile._reinterpret(DTYPE, [BUFFERS * TILE, BLOCK_C], ROW)
     accs = ()
-    for _t in gl.static_range(R * S):
+    for _t in gl.static_range(TAP_ROWS * S):
         accs = accs + (gl.zeros([BLOCK_C], gl.float32, CL),)
     for i in range(count):
         buf = i % BUFFERS
@@ -196,7 +205,7 @@ def conv2d_wgrad_depthwise_halo_kernel(
                     d = dy_rows.index(dy_base + pl * TILE_W + ql + j).load(CL).to(gl.float32)
                     base = halo_base + pl * U * WW + (ql + j) * V
                     new = ()
-                    for r in gl.static_range(R):
+                    for r in gl.static_range(TAP_ROWS):
                         for s in gl.static_range(S):
                             xv = halo_rows.index(base + (r * DIL_H * WW + s * DIL_W)).load(CL).to(gl.float32)
                             new = new + (accs[r * S + s] + d * xv,)
@@ -220,8 +229,8 @@ def conv2d_wgrad_depthwise_halo_kernel(
     mask_c = c_idx < C
     if INT64:
         c_idx = c_idx.to(gl.int64)
-    out = out_ptr + split * stride_os + c_idx * stride_oc
-    for t in gl.static_range(R * S):
+    out = out_ptr + split * stride_os + c_idx * stride_oc + r0 * S
+    for t in gl.static_range(TAP_ROWS * S):
         gl.store(out + t, accs[t], mask=mask_c)
 
 
@@ -239,6 +248,7 @@ class WgradHaloTiling:
     halo_pixels: int
     chunk: int
     buffers: int  # 2: double-buffered copies; 1: one halo and dy tile
+    tap_rows: int  # filter rows a program
 
     def shared_bytes(self, problem: ConvProblem) -> int:
         """The halos (whole copy chunks) and dy tiles, in the input's dtype."""
@@ -261,10 +271,13 @@ def wgrad_halo_tiling(problem: ConvProblem, config: BackwardConfig) -> WgradHalo
         raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: the halo wgrad spreads "
                          f"block_n channels over 32 * num_warps threads, at most {32 * copy_vec}")
     vec = config.block_n // lanes
-    if problem.r * problem.s * vec > MAX_ACCUMULATORS:
+    tap_rows = config.tap_rows or problem.r
+    if problem.r % tap_rows:
+        raise ValueError(f"config tap_rows={config.tap_rows}: it must divide the filter's {problem.r} rows")
+    if tap_rows * problem.s * vec > MAX_ACCUMULATORS:
         raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: {vec} channels a thread "
-                         f"times {problem.r * problem.s} taps is more than {MAX_ACCUMULATORS} accumulators")
-    rows = (config.block_m // tile_w - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1
+                         f"times {tap_rows * problem.s} taps is more than {MAX_ACCUMULATORS} accumulators")
+    rows = (config.block_m // tile_w - 1) * problem.stride[0] + (tap_rows - 1) * problem.dilation[0] + 1
     columns = (tile_w - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
     halo = rows * columns
     # The widest step of at most 4 pixels that divides both the tile's width and Q.
@@ -272,7 +285,7 @@ def wgrad_halo_tiling(problem: ConvProblem, config: BackwardConfig) -> WgradHalo
     while unroll < 4 and tile_w % (2 * unroll) == 0 and problem.out_w % (2 * unroll) == 0:
         unroll *= 2
     return WgradHaloTiling(config.block_m // tile_w, tile_w, config.block_n, vec, unroll,
-                           halo, min(COPY_CHUNK, pow2_at_least(halo)), config.num_stages)
+                           halo, min(COPY_CHUNK, pow2_at_least(halo)), config.num_stages, tap_rows)
 
 
 def wgrad_halo_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -305,9 +318,18 @@ def resident_programs(problem: ConvProblem, config: BackwardConfig) -> int:
     second register for every other one; sm_90 compiles gave 63 for a 3x3 at one channel a
     thread, 121 for a 7x7, 255 for a 7x7 at two), at most :data:`_MAX_RESIDENT`."""
     tiling = wgrad_halo_tiling(problem, config)
-    registers = min(255, 40 + 2 * problem.r * problem.s * tiling.vec) * 32 * config.num_warps
+    registers = min(255, 40 + 2 * tiling.tap_rows * problem.s * tiling.vec) * 32 * config.num_warps
     return max(1, min(_MAX_RESIDENT, _SM_SHARED_BYTES // (tiling.shared_bytes(problem) + 1024),
                       _SM_REGISTERS // registers))
+
+
+def fills_the_gpu(problem: ConvProblem, config: BackwardConfig) -> bool:
+    """Whether ``config`` has a program for every resident slot of the GPU at one tile a split
+    (:func:`resident_programs` on each SM): else its filter rows are better split."""
+    tiling = wgrad_halo_tiling(problem, config)
+    tiles = problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w)
+    programs = tiles * cdiv(problem.c, tiling.block_c) * (problem.r // tiling.tap_rows)
+    return programs >= _SMS * resident_programs(problem, config)
 
 
 def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int, int]:
@@ -320,9 +342,9 @@ def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int,
     if config.split_k > 0:
         wanted = config.split_k
     else:
-        blocks = cdiv(problem.c, tiling.block_c)
+        blocks = cdiv(problem.c, tiling.block_c) * (problem.r // tiling.tap_rows)
         wanted = min(cdiv(_SMS * resident_programs(problem, config), blocks), max(1, tiles // MIN_TILES_PER_SPLIT),
-                     splits_within_input_bytes(problem))
+                     PARTIAL_SUM_FACTOR * splits_within_input_bytes(problem))
     per_split = cdiv(tiles, max(1, min(wanted, tiles)))
     return per_split, cdiv(tiles, per_split)
 
@@ -348,7 +370,7 @@ def launch_wgrad_depthwise_halo(
     tiles = problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w)
     # [split, C, 1, R, S]: taps contiguous, as wgrad_finish_kernel reads (C/g = 1).
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
-    launch(conv2d_wgrad_depthwise_halo_kernel, (split, cdiv(problem.c, tiling.block_c)),
+    launch(conv2d_wgrad_depthwise_halo_kernel, (split, cdiv(problem.c, tiling.block_c), problem.r // tiling.tap_rows),
         grad, x, out, problem.h, problem.w, problem.out_h, problem.out_w, problem.c,
         problem.padding[0], problem.padding[1],
         grad.stride(0), grad.stride(2), grad.stride(3), x.stride(0), x.stride(2), x.stride(3),
@@ -357,6 +379,7 @@ def launch_wgrad_depthwise_halo(
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
         CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps, BUFFERS=tiling.buffers,
+        TAP_ROWS=tiling.tap_rows,
         INT64=needs_int64(problem), num_warps=config.num_warps,
     )
     sum_splits(problem, out, grad_weight, split)
