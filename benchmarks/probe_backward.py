@@ -4,6 +4,8 @@
 
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
+    python3 benchmarks/probe_backward.py dw-host          # the depthwise suite's auto dgrad and wgrad:
+                                                          # events against graph replay, host CPU a call
     python3 benchmarks/probe_backward.py dw-wgrad [--all] # the depthwise suite's wgrad up to 7x7 (--all:
                                                           # RepLKNet's too): the CUDA-core kernel, the
                                                           # chosen kernel's tuning candidates
@@ -93,7 +95,48 @@ def probe(name, p):
             print(f"{'':28s} {cfg}: {type(err).__name__}: {str(err)[:100]}", flush=True)
 
 
+def probe_host(name, p, profile=False):
+    """The default (auto) dgrad and wgrad of ``p`` as bench times them (events, cold L2) against
+    a CUDA-graph replay of the same call, and their host CPU time a call: a row whose event
+    time exceeds its graph time is measuring the host. ``profile``: cProfile of the wgrad's calls."""
+    import cProfile
+    import pstats
+    import time
+
+    from tileconv.bench.host import _graph_us
+    from tileconv.bench.timing import bench_us
+
+    i = random_inputs(p, "cuda", seed=0)
+    grad = torch.randn(p.output_shape, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+    for gradient_name, need_x in (("dgrad", True), ("wgrad", False)):
+        def call(need_x=need_x):
+            return conv2d_backward_problem(p, grad, i.x, i.weight, need_x, not need_x)
+        events, graph = bench_us(call), _graph_us(call)
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+        cpu = time.thread_time()
+        for _ in range(200):
+            call()
+        cpu = (time.thread_time() - cpu) / 200 * 1e6
+        torch.cuda.synchronize()
+        print(f"{name:28s} {gradient_name}: events {events:7.1f} us, graph {graph:7.1f} us, "
+              f"host {cpu:6.1f} us CPU a call", flush=True)
+        if profile and not need_x:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(200):
+                call()
+            profiler.disable()
+            torch.cuda.synchronize()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
 print(torch.cuda.get_device_name(), flush=True)
+if gradient == "dw-host":
+    for case in get_suite("depthwise"):
+        probe_host(case.name, case.problem(torch.float16, "nhwc"), profile="c768" in case.name)
+    sys.exit(0)
 if gradient == "dw-wgrad":
     for case in get_suite("depthwise"):
         rows = [a[len("--rows="):] for a in sys.argv if a.startswith("--rows=")]

@@ -88,11 +88,21 @@ def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorit
     ('depthwise' for groups = C, else 'implicit_gemm'). Tuning picks its configs
     (:func:`backward_config`), not the algorithm; under 'auto' a stride-1 dgrad runs as a
     forward convolution instead (:func:`dgrad_forward`)."""
+    key = (problem, algo)
+    hit = _backward_algorithms.get(key)
+    if hit is not None:
+        return hit
     algorithm = get_backward_algorithm(choose_backward_algorithm(problem) if algo == "auto" else algo)
     reason = algorithm.unsupported_reason(problem)
     if reason is not None:
         raise ValueError(f"backward algo={algorithm.name!r} cannot compute {problem.describe()}: {reason}")
+    _backward_algorithms[key] = algorithm
     return algorithm
+
+
+# select_backward's answers: a training step asks once a convolution a step, and the halo
+# wgrad's unsupported_reason costs ~10 us of Python (a replayed call's whole budget is ~20).
+_backward_algorithms: dict[tuple[ConvProblem, str], BackwardAlgorithm] = {}
 
 
 _collecting: list[ConvProblem] | None = None
@@ -165,6 +175,7 @@ def clear_selection_cache() -> None:
     """Forget every remembered choice and the parsed tuning cache (after tuning, or in tests)."""
     _selected.clear()
     _backward_selected.clear()
+    _backward_algorithms.clear()
     _dgrad_forward.clear()
     cache.reload()
     call_plans.clear()
