@@ -29,7 +29,8 @@
 #   bash benchmarks/record.sh dw-bwd     the depthwise backward: its GPU tests, depthwise dgrad and wgrad
 #                                        (heuristics, then tune --pass bwd and tuned), resnet50 wgrad (heuristics)
 #   bash benchmarks/record.sh dw-wgrad   the depthwise wgrad kernels tuned on top of an earlier cache (SEED_CACHE=
-#                                        a results/ tuning cache, its dgrad entries kept), then depthwise dgrad and
+#                                        a results/ tuning cache, its dgrad entries kept; FORCE=1 re-tunes its wgrad
+#                                        entries too), then depthwise dgrad and
 #                                        wgrad tuned and their sum (benchmarks/backward_sum.py)
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
@@ -325,7 +326,7 @@ dw-wgrad)
     if [ -n "${SEED_CACHE:-}" ]; then mkdir -p "$TILECONV_CACHE_DIR" && cp "$SEED_CACHE" "$TILECONV_CACHE_DIR/tuning-v1.json"; fi
     TAILN=2 step tests-dw-bwd 100 python -m pytest -q -p no:cacheprovider -n 8 tests/test_autograd.py \
         -k "halo or toeplitz or depthwise"
-    TAILN=20 step tune-dw-wgrad "${TUNE_S:-300}" python -m tileconv tune --suite depthwise --pass wgrad
+    TAILN=20 step tune-dw-wgrad "${TUNE_S:-300}" python -m tileconv tune --suite depthwise --pass wgrad ${FORCE:+--force}
     save
     for p in dgrad wgrad; do
         TAILN=3 step "depthwise-$p" 90 python -m tileconv bench --suite depthwise --pass $p \

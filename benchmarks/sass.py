@@ -293,7 +293,8 @@ FORCED_BACKWARD_CASES = [
     ("dgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32, False),
     ("wgrad", "mbv2 dw3x3 c32 hw112/1", "implicit_gemm", torch.float32, False),
     *[(("wgrad", case, "depthwise_halo", torch.float16, int64))
-      for case in ("mbv2 dw3x3 c192 hw28/1", "mbv2 dw3x3 c96 hw112/2", "convnext dw7x7 c96 hw56")
+      for case in ("mbv2 dw3x3 c192 hw28/1", "mbv2 dw3x3 c96 hw112/2", "convnext dw7x7 c96 hw56",
+                   "replknet dw13x13 c1024 hw7")  # (a filter row a program)
       for int64 in (False, True)],
     # The Toeplitz wgrad (tensor cores), a 31x31 and a 13x13 (16x16 tiles), and in strict fp32 (3xTF32).
     *[("wgrad", case, "depthwise_toeplitz", dtype, int64)

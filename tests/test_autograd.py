@@ -314,6 +314,8 @@ HALO_WGRAD_CASES = [
      BackwardConfig(32, 32, 8, split_k=2, num_warps=1, num_stages=2, tap_rows=1)),
     ("halo_7x7_tap_rows", ("halo_7x7_rows", 3, 32, 7, 7, 32, 7, 7, 1, 3, 1, 32), torch.float16,
      BackwardConfig(64, 32, 8, num_warps=1, num_stages=1, tap_rows=1)),
+    ("halo_13x13_tap_rows", ("halo_13x13", 2, 16, 9, 10, 16, 13, 13, 1, 6, 1, 16), torch.float16,
+     BackwardConfig(64, 32, 8, split_k=2, num_warps=1, num_stages=2, tap_rows=1)),
 ]
 
 
@@ -384,8 +386,9 @@ def test_halo_wgrad_matches_float64(name, geometry, dtype, config, grad_layout, 
 
 def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
     """auto dispatch: the halo wgrad for a channels_last depthwise problem of up to 7x7 where
-    the GPU runs it; the Toeplitz wgrad past 49 taps on outputs 14 wide and up; the CUDA-core
-    kernels otherwise (a multiplier, NCHW, the interpreter, narrow outputs)."""
+    the GPU runs it (larger ones a filter row a program on narrow outputs); the Toeplitz wgrad
+    past 49 taps on outputs 14 wide and up; the CUDA-core kernels otherwise (a multiplier,
+    NCHW, the interpreter)."""
     from tileconv import dispatch
 
     def problem(**kw):
@@ -398,12 +401,12 @@ def test_halo_wgrad_is_the_depthwise_default_where_it_runs():
     assert dispatch.select_backward(problem(r=7, s=7, padding=(3, 3))).name == halo
     assert dispatch.select_backward(problem(k=32)).name == "depthwise"  # channel multiplier 2
     assert dispatch.select_backward(problem(layout="nchw")).name == "depthwise"
-    # 81 taps at 16 wide: the Toeplitz wgrad (tensor cores), in either layout; at 8 wide, or
-    # 25 taps without the halo: CUDA cores
-    assert dispatch.select_backward(problem(h=16, w=16, r=9, s=9, padding=(4, 4))).name == "depthwise_toeplitz"
-    assert dispatch.select_backward(problem(h=16, w=16, r=9, s=9, padding=(4, 4),
-                                            layout="nchw")).name == "depthwise_toeplitz"
-    assert dispatch.select_backward(problem(r=9, s=9, padding=(4, 4))).name == "depthwise"
+    # 81 taps 16 wide: the Toeplitz wgrad (tensor cores), either layout; 8 wide: the halo's filter
+    # rows where it runs, else the CUDA cores; 25 taps in NCHW: CUDA cores
+    big = dict(r=9, s=9, padding=(4, 4))
+    assert dispatch.select_backward(problem(h=16, w=16, **big)).name == "depthwise_toeplitz"
+    assert dispatch.select_backward(problem(h=16, w=16, layout="nchw", **big)).name == "depthwise_toeplitz"
+    assert dispatch.select_backward(problem(**big)).name == halo
     assert dispatch.select_backward(problem(r=5, s=5, padding=(2, 2), layout="nchw")).name == "depthwise"
 
 

@@ -35,7 +35,7 @@ from ..kernels.launch import (
     toeplitz_reach,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
-from ..kernels.wgrad_halo import fills_the_gpu, wgrad_halo_tiling
+from ..kernels.wgrad_halo import MAX_ACCUMULATORS, fills_the_gpu, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
 from ..problem import ConvProblem
 
@@ -478,28 +478,29 @@ def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
 
 
 # --------------------------------------------------------------------- backward
-# Depthwise filters of this many taps and more take the Toeplitz wgrad (tensor cores) where
-# the halo wgrad cannot run them, on outputs at least this wide (H200, this session: RepLKNet's
-# 31x31 at 56 and 28 wide 3.3x and 2.6x faster than the CUDA-core kernel, 27x27 at 14 wide
-# 1.2x; the 13x13 at 7 wide 1.6x slower, its band mostly padding).
+# Depthwise filters of this many taps and more take the Toeplitz wgrad (tensor cores) on
+# outputs at least this wide (H200, this session: RepLKNet's 31x31 at 56 and 28 wide 3.3x and
+# 2.6x faster than the CUDA-core kernel, 27x27 at 14 wide 1.2x; the 13x13 at 7 wide 1.6x
+# slower, its band mostly padding).
 TOEPLITZ_WGRAD_MIN_TAPS = 50
 TOEPLITZ_WGRAD_MIN_WIDTH = 14
 
 
 def choose_backward_algorithm(problem: ConvProblem) -> str:
-    """Depthwise (groups = C): 'depthwise_halo' where it runs (its wgrad from shared-memory
-    halos: on a GPU, multiplier 1, channels_last, up to 7x7); filters of
-    :data:`TOEPLITZ_WGRAD_MIN_TAPS` taps and more on outputs :data:`TOEPLITZ_WGRAD_MIN_WIDTH`
-    wide and up (RepLKNet's) 'depthwise_toeplitz' (the wgrad on the tensor cores); else the
-    CUDA-core 'depthwise' kernels. Everything else
+    """Depthwise (groups = C): filters of :data:`TOEPLITZ_WGRAD_MIN_TAPS` taps and more on
+    outputs :data:`TOEPLITZ_WGRAD_MIN_WIDTH` wide and up (RepLKNet's 31x31s and 27x27)
+    'depthwise_toeplitz' (the wgrad on the tensor cores); else 'depthwise_halo' where it runs
+    (its wgrad from shared-memory halos: on a GPU, multiplier 1, channels_last, filter rows of
+    up to 49 taps; a 13x13 on 7x7 outputs a filter row a program); else the CUDA-core
+    'depthwise' kernels. Everything else
     'implicit_gemm'."""
     if not problem.is_depthwise:
         return "implicit_gemm"
-    if BACKWARD_ALGORITHMS["depthwise_halo"].unsupported_reason(problem) is None:
-        return "depthwise_halo"
     if (problem.r * problem.s >= TOEPLITZ_WGRAD_MIN_TAPS and problem.out_w >= TOEPLITZ_WGRAD_MIN_WIDTH
             and BACKWARD_ALGORITHMS["depthwise_toeplitz"].unsupported_reason(problem) is None):
         return "depthwise_toeplitz"
+    if BACKWARD_ALGORITHMS["depthwise_halo"].unsupported_reason(problem) is None:
+        return "depthwise_halo"
     return "depthwise"
 
 
@@ -516,7 +517,12 @@ def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     filter's rows a program where that fills the GPU at one tile a split (or the filter has
     at most 3 rows), else the most rows that do (or one); split-K left to the launcher."""
     block_n = 64 if (cdiv(problem.c, 64) * 64 * 8 <= problem.c * 9 and problem.r * problem.s <= 25) else 32
-    config = BackwardConfig(block_m=16, block_n=block_n, block_k=4, split_k=0, num_warps=1, num_stages=1)
+    # Filter rows a program: all, or (their accumulators past the registers: 13x13 and up) the
+    # most that divide R and fit.
+    fitting = [d for d in range(problem.r, 0, -1)
+               if problem.r % d == 0 and d * problem.s * (block_n // 32) <= MAX_ACCUMULATORS]
+    config = BackwardConfig(block_m=16, block_n=block_n, block_k=4, split_k=0, num_warps=1, num_stages=1,
+                            tap_rows=0 if fitting[0] == problem.r else fitting[0])
     for block_m, block_k in ((64, 8), (32, 8)):
         candidate = replace(config, block_m=block_m, block_k=block_k)
         if wgrad_halo_tiling(problem, candidate).shared_bytes(problem) <= HALO_WGRAD_SHARED_BUDGET:
@@ -527,7 +533,7 @@ def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     # more than 3 rows; the 3x3 rows measured no worse with all three).
     if problem.r <= 3:
         return config
-    for rows in sorted((d for d in range(1, problem.r + 1) if problem.r % d == 0), reverse=True):
+    for rows in fitting:
         candidate = replace(config, tap_rows=0 if rows == problem.r else rows)
         if fills_the_gpu(problem, candidate):
             return candidate

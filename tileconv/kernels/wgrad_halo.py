@@ -25,7 +25,8 @@ NaN where the reference has none).
 
 Channel multiplier 1 (groups = C = K), channels_last dy and input, C a multiple of 16 bytes
 of channels; filter size, stride and dilation are compile-time constants (one compile each),
-at most :data:`MAX_TAPS` taps (the accumulators' registers). Gluon kernels compile only for
+at most :data:`MAX_TAPS` taps a program (the accumulators' registers: a 13x13 or 27x27 filter
+runs a filter row a program). Gluon kernels compile only for
 a GPU: under Triton's interpreter the launcher uses the CUDA-core kernel instead and CI
 compiles this one for sm_90 (``benchmarks/sass.py``).
 """
@@ -46,7 +47,7 @@ from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .wgrad import splits_within_input_bytes, sum_splits
 
-# The accumulators: R*S*VEC fp32 registers a thread (a 7x7 at 2 channels a thread: 98).
+# The accumulators: TAP_ROWS*S*VEC fp32 registers a thread (a 7x7 at 2 channels a thread: 98).
 MAX_TAPS = 49
 MAX_ACCUMULATORS = 98
 # Two halos and two dy tiles a program; at least two one-warp programs an SM.
@@ -297,12 +298,12 @@ def wgrad_halo_unsupported_reason(problem: ConvProblem) -> str | None:
         return "its copies take 16-byte channel segments: it needs channels_last"
     if problem.c % (16 // problem.itemsize):
         return f"its copies take 16-byte channel segments: it needs C a multiple of {16 // problem.itemsize}"
-    if problem.r * problem.s > MAX_TAPS:
-        return f"its taps' accumulators are registers: filters of at most {MAX_TAPS} taps"
+    if problem.s > MAX_TAPS:
+        return f"its taps' accumulators are registers: filter rows of at most {MAX_TAPS} taps"
     smallest = wgrad_halo_tiling(problem, BackwardConfig(block_m=16, block_n=32, block_k=4, num_warps=1,
-                                                         num_stages=1))
+                                                         num_stages=1, tap_rows=1))
     if smallest.shared_bytes(problem) > MAX_SHARED_BYTES:
-        return (f"a 4x4-pixel tile's halo ({smallest.halo_pixels} pixels) needs more than "
+        return (f"a 4x4-pixel tile's halo of one filter row ({smallest.halo_pixels} pixels) needs more than "
                 f"{MAX_SHARED_BYTES // 1024} KB of shared memory (stride {problem.stride}, dilation {problem.dilation})")
     return None
 
