@@ -47,6 +47,52 @@ def test_candidates_start_from_the_heuristics_and_never_repeat(problem, algorith
     assert len(tb.backward_candidates(problem, algorithm, gradient, limit=2)) == 2
 
 
+BIG_DW = ConvProblem(n=2, c=64, h=28, w=28, k=64, r=7, s=7, padding=(3, 3), groups=64)  # 7x7: tap rows
+LARGE_DW = ConvProblem(n=1, c=8, h=16, w=16, k=8, r=9, s=9, padding=(4, 4), groups=8)  # Toeplitz: 81 taps, 16 wide
+
+
+@pytest.mark.parametrize("problem", [TINY_DW, BIG_DW, replace(BIG_DW, stride=(2, 2), dtype=torch.float32)],
+                         ids=["3x3", "7x7", "7x7_s2_fp32"])
+def test_halo_wgrad_candidates_are_tiles_that_fit(problem):
+    """The halo wgrad's candidates (computed on any machine): the heuristics' first, distinct,
+    each a valid tile (its accumulators in registers, its buffers in shared memory), both
+    buffer counts, split-K variants, all the filter rows or one a program."""
+    from tileconv.kernels.wgrad_halo import MAX_SHARED_BYTES, wgrad_halo_tiling
+
+    configs = tb.backward_candidates(problem, "depthwise_halo", "wgrad", limit=50)
+    assert configs[0] == default_backward_config(problem, "depthwise_halo", "wgrad")
+    assert len(configs) == len(set(configs)) > 6
+    for config in configs:
+        assert wgrad_halo_tiling(problem, config).shared_bytes(problem) <= MAX_SHARED_BYTES, config
+    assert {c.num_stages for c in configs} == {1, 2}
+    assert len({c.split_k for c in configs}) >= 3
+    assert {c.tap_rows for c in configs} >= ({0, 1} if problem.r > 1 else {0})
+    assert len(tb.backward_candidates(problem, "depthwise_halo", "wgrad", limit=3)) == 3
+
+
+def test_toeplitz_wgrad_tunes_and_its_winner_is_used(device, seed):
+    """tune_backward on a large depthwise filter races the Toeplitz wgrad's candidates (split-K,
+    column step, warps, stages), stores a correct winner, and the backward then runs it."""
+    if device == "cpu":  # (the GPU picks the same algorithm: 16 wide, 81 taps)
+        assert tileconv.dispatch.select_backward(LARGE_DW).name == "depthwise_toeplitz"
+    configs = tb.backward_candidates(LARGE_DW, "depthwise_toeplitz", "wgrad", limit=50)
+    assert configs[0] == default_backward_config(LARGE_DW, "depthwise_toeplitz", "wgrad") and len(set(configs)) > 5
+    assert all(c.block_k >= 16 and c.block_k & (c.block_k - 1) == 0 for c in configs)
+    (result,) = tileconv.tune_backward([LARGE_DW], gradients=["wgrad"], device=device, max_candidates=3,
+                                       timer=_timer(device))
+    assert result.status == "tuned" and result.algorithm == "depthwise_toeplitz", result.message
+    algorithm = get_backward_algorithm("depthwise_toeplitz")
+    assert backward_config(LARGE_DW, algorithm, "wgrad") == result.config
+    inputs = random_inputs(LARGE_DW, device, seed)
+    grad = torch.randn(LARGE_DW.output_shape, device=device).to(LARGE_DW.dtype)
+    with tileconv.poison_outputs():
+        _, grad_w = conv2d_backward_problem(LARGE_DW, grad, inputs.x, inputs.weight, False, True,
+                                            algo="depthwise_toeplitz")
+    ref_w = aten_convolution_backward(LARGE_DW, grad.double().cpu(), inputs.x.double().cpu(),
+                                      inputs.weight.double().cpu(), False, True)[1]
+    assert_conv_close(grad_w, ref_w, tolerance(LARGE_DW, LARGE_DW.gemm_m), context="Toeplitz wgrad, tuned config")
+
+
 def test_tune_backward_stores_correct_winners_that_the_backward_uses(device, seed):
     results = tileconv.tune_backward([TINY, TINY], device=device, max_candidates=2, timer=_timer(device))
     assert [(r.problem, r.gradient) for r in results] == [(TINY, "dgrad"), (TINY, "wgrad")]  # duplicates once

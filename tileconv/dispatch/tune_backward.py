@@ -93,8 +93,9 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
 def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
     """The halo wgrad's variants (:mod:`tileconv.kernels.wgrad_halo`): the heuristics' tile,
     with the other buffer count, then half and twice the split-K the launcher picks, all
-    the filter's rows or one a program, other tiles (8x8, 4x8, 8x4, 4x4 pixels) single- and double-buffered, 32 and 64 channels a
-    warp, two warps; each only if its accumulators and shared memory fit."""
+    the filter's rows or one a program, other tiles (8x8, 4x8, 8x4, 4x4 pixels) single- and
+    double-buffered, 32 and 64 channels a warp, two warps; each only if its accumulators and
+    shared memory fit."""
     _, split = halo_wgrad_split(problem, base)
     variants: list[BackwardConfig] = [base]
     other = replace(base, num_stages=3 - base.num_stages)
