@@ -4,6 +4,8 @@
 
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
+    python3 benchmarks/probe_backward.py dw-random [N]    # N random depthwise problems: every backward
+                                                          # algorithm's wgrad (and auto's dgrad) vs float64
     python3 benchmarks/probe_backward.py dw-host          # the depthwise suite's auto dgrad and wgrad:
                                                           # events against graph replay, host CPU a call
     python3 benchmarks/probe_backward.py dw-wgrad [--all] # the depthwise suite's wgrad up to 7x7 (--all:
@@ -132,7 +134,59 @@ def probe_host(name, p, profile=False):
             pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 
 
+def random_depthwise(cases: int, seed: int) -> int:
+    """``cases`` random depthwise problems (multiplier 1 and 2, channels_last and NCHW, fp16,
+    bf16, fp32; filters 1x1 to 15x15, strides, paddings, dilations, small and ragged images):
+    the wgrad of every backward algorithm that runs each (and auto's dgrad), outputs poisoned,
+    against float64. Returns the failures."""
+    import random
+
+    import tileconv
+    from tileconv.kernels import BACKWARD_ALGORITHMS
+
+    rng = random.Random(seed)
+    failures = checked = 0
+    while checked < cases:
+        c = rng.choice([8, 16, 24, 32, 40, 64, 96, 136])
+        mult = rng.choice([1, 1, 1, 2])
+        r, s = rng.choice([(1, 1), (3, 3), (3, 3), (5, 5), (7, 7), (7, 7), (3, 5), (9, 9), (13, 13), (15, 7)])
+        dtype = rng.choice([torch.float16, torch.float16, torch.bfloat16, torch.float32])
+        layout = rng.choice(["nhwc", "nhwc", "nhwc", "nchw"])
+        stride, dil = (rng.choice([1, 1, 2, 3]), rng.choice([1, 1, 2])), (rng.choice([1, 1, 2]), rng.choice([1, 1, 2]))
+        pad = (rng.randint(0, r), rng.randint(0, s))
+        n, h, w = rng.randint(1, 4), rng.randint(1, 40), rng.randint(1, 40)
+        x = torch.randn(n, c, h, w, device="cuda").to(dtype)
+        if layout == "nhwc":
+            x = x.contiguous(memory_format=torch.channels_last)
+        weight = (torch.randn(c * mult, 1, r, s, device="cuda") / (r * s) ** 0.5).to(dtype)
+        try:
+            p = tileconv.problem_from_arguments(x, weight, None, stride, pad, dil, c)
+        except ValueError:
+            continue  # an empty output
+        checked += 1
+        grad = torch.randn(p.output_shape, device="cuda").to(dtype).contiguous(
+            memory_format=torch.channels_last if layout == "nhwc" else torch.contiguous_format)
+        ref_x, ref_w = aten_convolution_backward(p, grad.double(), x.double(), weight.double(), True, True)
+        algos = ["auto"] + [a for a in ("depthwise", "depthwise_halo", "depthwise_toeplitz")
+                            if BACKWARD_ALGORITHMS[a].unsupported_reason(p) is None]
+        for algo in algos:
+            with tileconv.poison_outputs():
+                got_x, got_w = conv2d_backward_problem(p, grad, x, weight, algo == "auto", True, algo=algo)
+            bad = []
+            if not compare(got_w, ref_w, tolerance(p, p.gemm_m)).ok:
+                bad.append("wgrad")
+            if algo == "auto" and not compare(got_x, ref_x, tolerance(p, p.k_per_group * r * s)).ok:
+                bad.append("dgrad")
+            if bad:
+                failures += 1
+                print(f"FAILED {bad} {algo}: {p.describe()} {p.dtype_name} {p.layout}", flush=True)
+    print(f"{checked} random depthwise problems, {failures} failures", flush=True)
+    return failures
+
+
 print(torch.cuda.get_device_name(), flush=True)
+if gradient == "dw-random":
+    sys.exit(1 if random_depthwise(int(sys.argv[2]) if len(sys.argv) > 2 else 200, 14) else 0)
 if gradient == "dw-host":
     for case in get_suite("depthwise"):
         probe_host(case.name, case.problem(torch.float16, "nhwc"), profile="c768" in case.name)
