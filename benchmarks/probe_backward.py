@@ -180,6 +180,8 @@ def random_depthwise(cases: int, seed: int) -> int:
             if bad:
                 failures += 1
                 print(f"FAILED {bad} {algo}: {p.describe()} {p.dtype_name} {p.layout}", flush=True)
+        print(f"[{checked}/{cases}] {failures} failures; {p.describe()} {p.dtype_name} {p.layout}: {', '.join(algos)}",
+              flush=True)
     print(f"{checked} random depthwise problems, {failures} failures", flush=True)
     return failures
 
