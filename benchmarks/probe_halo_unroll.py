@@ -28,7 +28,7 @@ for case in get_suite("depthwise"):
         continue
     i = random_inputs(p, "cuda", seed=0)
     ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
-    t_ref = do_bench(lambda: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups),
+    t_ref = do_bench(lambda p=p, i=i: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups),
                      warmup=25, rep=100, return_mode="median")
     config = default_config(p, "depthwise_halo")
     line = f"{case.name:28s} cuDNN {t_ref * 1e3:7.1f} us  {config}"
@@ -36,7 +36,7 @@ for case in get_suite("depthwise"):
         launch.halo_tiling = lambda q, c, u=unroll: dataclasses.replace(tiling(q, c), unroll=min(u, tiling(q, c).tile_w))
         out = torch.empty_like(ref, dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 
-        def run(out=out):
+        def run(out=out, p=p, i=i, config=config):
             launch.launch_depthwise_halo(p, i.x, i.weight, None, None, out, config)
         run()
         ok = compare(out, ref.double(), tolerance(p, p.r * p.s)).ok
