@@ -331,6 +331,29 @@ def test_plot_bench_writes_a_png(tmp_path, algos):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000
 
 
+@pytest.mark.parametrize("record", ["nvidia-h200_depthwise_float16_nhwc.json", "nvidia-h200_resnet50_tf32_nhwc.json",
+                                    "nvidia-h200_depthwise_float16_nhwc_wgrad.json"])
+def test_a_recorded_run_reads_back_and_replots(tmp_path, record):
+    """``bench --replot JSON --plot P.png``: a run of record (benchmarks/results/) read back
+    gives the same JSON rows (times, speedups, roofline figures) and its chart, with no GPU."""
+    path = REPO_ROOT / "benchmarks" / "results" / record
+    data = json.loads(path.read_text())
+    again = BenchResult.from_json(data).to_json()
+    for key in ("device", "date", "suite", "dtype", "layout", "epilogue", "geomean_speedup_vs_cudnn"):
+        assert again[key] == data[key], key
+    for old, new in zip(data["rows"], again["rows"], strict=True):
+        for key in ("name", "tileconv_us", "cudnn_us", "speedup_vs_cudnn", "tflops", "gbps", "ok", "pass",
+                    "percent_of_ceiling", "min_bytes"):
+            assert new[key] == pytest.approx(old[key]) if isinstance(old[key], float) else new[key] == old[key], key
+    png = tmp_path / "replot.png"
+    assert cli_bench.replot(str(path), str(png)) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    assert cli_bench.replot(str(path), None) == 2  # --plot is required
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({**data, "rows": [{**data["rows"][0], "epilogue": "bias_gelu"}]}))
+    assert cli_bench.replot(str(broken), str(png)) == 2  # an epilogue the benchmark never runs: said, not guessed
+
+
 def test_all_algorithms_read_as_the_seed_ladder_then_production():
     """``--algo all``: the ladder's steps first, in step order, then implicit_gemm (its last
     step) and the other production kernels; in the chart each step has its own color."""

@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-cost", action="store_true",
                         help="CPU cost of a call (tileconv vs F.conv2d, 1000 calls on a tiny problem) and, per row "
                              "of --suite, event timing against CUDA-graph replay (is the row launch-bound?)")
+    parser.add_argument("--replot", metavar="JSON", default=None,
+                        help="draw --plot P.png from a run's --json file instead of measuring (no GPU needed)")
     parser.add_argument("--steps", type=positive_int, default=None, help="--train: training steps (default 200)")
     parser.add_argument("--lr", type=float, default=None, help="--train: SGD learning rate (default 0.1 * batch / 256)")
     add_measurement_arguments(parser)
@@ -67,9 +69,33 @@ def bench_argv(args: argparse.Namespace) -> list[str]:
     return argv + options_argv(args)
 
 
+def replot(json_path: str, plot_path: str | None) -> int:
+    """``bench --replot JSON --plot P.png``: the chart of a recorded run, from its JSON."""
+    import json
+    from pathlib import Path
+
+    from .plot import plot_bench
+    from .report import BenchResult
+
+    if plot_path is None:
+        print("--replot needs --plot P.png: where to draw the chart", file=sys.stderr)
+        return 2
+    try:
+        result = BenchResult.from_json(json.loads(Path(json_path).read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"--replot {json_path}: cannot read a bench run from it ({type(error).__name__}: {error})",
+              file=sys.stderr)
+        return 2
+    plot_bench(result, Path(plot_path))
+    print(f"wrote {plot_path} ({len(result.rows)} rows of {result.env.get('device')}, {result.env.get('date')})")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    if getattr(args, "replot", None) is not None:
+        return replot(args.replot, getattr(args, "plot", None))
     if getattr(args, "model", None) is not None:
         from .models import run_model_bench
 

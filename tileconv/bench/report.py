@@ -142,6 +142,41 @@ class BenchResult:
         })
         return data
 
+    @classmethod
+    def from_json(cls, data: dict) -> BenchResult:
+        """A run as :meth:`to_json` wrote it, read back (``bench --replot``): its rows, peers,
+        ceilings and environment as measured. A ``ValueError`` names what it cannot read."""
+        from ..problem import ConvProblem
+        from .options import DTYPES
+        from .suites import EPILOGUES
+
+        env_keys = ("device", "torch", "triton", "cudnn", "tileconv", "date", "device_slug", "cuda", "python")
+        rows = []
+        for index, row in enumerate(data.get("rows", [])):
+            for key, known in (("dtype", DTYPES), ("epilogue", EPILOGUES)):
+                if row.get(key) not in known:
+                    raise ValueError(f"rows[{index}] {key}={row.get(key)!r}: not one of {', '.join(known)}")
+            dtype, allow_tf32 = DTYPES[row["dtype"]]
+            problem = ConvProblem(
+                row["n"], row["c"], row["h"], row["w"], row["k"], row["r"], row["s"], stride=tuple(row["stride"]),
+                padding=tuple(row["padding"]), dilation=tuple(row["dilation"]), groups=row["groups"], dtype=dtype,
+                layout=row["layout"], epilogue=EPILOGUES[row["epilogue"]], allow_tf32=allow_tf32,
+            )
+            rows.append(Row(row["suite"], row["name"], problem, row["algo"], row.get("tileconv_us"),
+                            row.get("cudnn_us"), row.get("compile_us"), row.get("rel_err"), row.get("tolerance"),
+                            row.get("status") or ("ok" if row.get("ok") else "error"), list(row.get("notes") or []),
+                            row.get("pass", "fwd")))
+        ceilings = data.get("ceilings") or {}
+        measured = ceilings.get("gemm_tflops") is not None and ceilings.get("copy_tbps") is not None
+        return cls(
+            env={key: data.get(key) for key in env_keys}, suite=data["suite"], dtype=data["dtype"],
+            layout=data["layout"], epilogue=data["epilogue"], algo=data.get("algo", "auto"),
+            against=list(data.get("against") or ["cudnn"]),
+            ceilings=Ceilings(ceilings["gemm_tflops"], ceilings["copy_tbps"], ceilings.get("gemm_dtype", "float16"))
+            if measured else None,
+            rows=rows, repeat=data.get("repeat", 1), batch=data.get("batch"), notes=list(data.get("notes") or []),
+        )
+
 
 def output_path(template: str, device_slug: str, stem: str, suffix: str) -> Path:
     """Where ``--json/--csv/--plot PATH`` writes: ``{device}`` in PATH becomes the device's
