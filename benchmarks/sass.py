@@ -188,7 +188,7 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
     # Every kernel the backward modules launch is recorded, not run (the split sums, the plane
     # copies); the gradient's own kernel, conv2d_<gradient>_..., is compiled.
-    modules = (dgrad, wgrad, wgrad_halo, wgrad_toeplitz)
+    modules = (dgrad, wgrad, wgrad_halo, wgrad_toeplitz, launch)  # (launch: the plane copies)
     saved = [(m, name, getattr(m, name)) for m in modules for name in dir(m) if name.endswith("_kernel")]
     recorders = {}
     try:

@@ -17,7 +17,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import INT32_LIMIT, INTERPRET, cdiv, kernel_strides, pow2_at_least, sm_count
 from ..problem import ConvProblem
-from .config import LaunchConfig, dot_constexprs, needs_int64
+from .config import BackwardConfig, LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
 from .depthwise import conv2d_depthwise_kernel
 from .depthwise_halo import conv2d_depthwise_halo_kernel
@@ -534,10 +534,31 @@ PLANES_COPY_TILE = (64, 32)  # to_padded_planes_kernel's (pixels, channels) tile
 MAX_TOEPLITZ_REACH = 128
 
 
+def window(outputs: int, stride: int, taps: int, dilation: int) -> int:
+    """The input rows (or columns) that ``outputs`` consecutive output rows (columns) read
+    through ``taps`` filter taps: ``(outputs - 1)*stride + (taps - 1)*dilation + 1``. The halo
+    of the shared-memory kernels, the band height of the Toeplitz ones."""
+    return (outputs - 1) * stride + (taps - 1) * dilation + 1
+
+
 def columns_read(problem: ConvProblem, block_q: int) -> int:
     """The input columns that ``block_q`` consecutive output columns read along one filter
-    row, ``(block_q - 1)*V + (S - 1)*dil_w + 1``: the band height of both Toeplitz kernels."""
-    return (block_q - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
+    row: the band height of both Toeplitz kernels."""
+    return window(block_q, problem.stride[1], problem.s, problem.dilation[1])
+
+
+def padded_planes(t: torch.Tensor, channels: int, pad: tuple[int, int], rows: int, columns: int) -> torch.Tensor:
+    """``t`` ([N, channels, h, w], any strides) copied by :func:`to_padded_planes_kernel` into
+    contiguous zero-bordered channel planes [N, channels, rows, columns] (a scratch tensor),
+    ``t`` at rows ``pad[0]``.. and columns ``pad[1]``.."""
+    n, _, h, w = t.shape
+    copy = scratch((n, channels, rows, columns), t.dtype, t.device)
+    block_p, block_c = PLANES_COPY_TILE
+    int64 = t.numel() >= INT32_LIMIT or copy.numel() >= INT32_LIMIT
+    launch(to_padded_planes_kernel, (cdiv(rows * columns, block_p), cdiv(channels, block_c), n),
+           t, copy, channels, h, w, pad[0], pad[1], rows, columns, *kernel_strides(t),
+           BLOCK_P=block_p, BLOCK_C=block_c, INT64=int64, num_warps=4)
+    return copy
 
 
 def toeplitz_reach(problem: ConvProblem, block_q: int) -> int:
@@ -585,16 +606,9 @@ def launch_depthwise_toeplitz(
         # its row loads need no padding masks and start 16-byte aligned.
         tiles_q = cdiv(problem.out_w, block_q)
         rows = max(problem.h + problem.padding[0],
-                   (problem.out_h - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1)
-        columns = max(problem.w + problem.padding[1], (tiles_q - 1) * block_q * problem.stride[1] + jk)
-        columns = cdiv(columns, 16) * 16
-        copy = scratch((problem.n, problem.c, rows, columns), x.dtype, x.device)
-        block_p, block_c = PLANES_COPY_TILE
-        int64 = needs_int64(problem) or copy.numel() >= INT32_LIMIT
-        launch(to_padded_planes_kernel, (cdiv(rows * columns, block_p), cdiv(problem.c, block_c), problem.n),
-               x, copy, problem.c, problem.h, problem.w, problem.padding[0], problem.padding[1], rows, columns,
-               *kernel_strides(x), BLOCK_P=block_p, BLOCK_C=block_c, INT64=int64, num_warps=4)
-        x = copy
+                   window(problem.out_h, problem.stride[0], problem.r, problem.dilation[0]))
+        columns = cdiv(max(problem.w + problem.padding[1], (tiles_q - 1) * block_q * problem.stride[1] + jk), 16) * 16
+        x = padded_planes(x, problem.c, problem.padding, rows, columns)
         geometry = [rows, columns, problem.stride[0], problem.stride[1], 0, 0]
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (cdiv(problem.n * problem.out_h, config.block_m) * cdiv(problem.out_w, block_q),
@@ -642,27 +656,38 @@ class HaloTiling:
         return chunks * self.chunk * self.block_c * problem.itemsize + weights
 
 
+def halo_pixel_tile(config: LaunchConfig | BackwardConfig, itemsize: int, kernel: str,
+                    most_a_thread: int | None = None) -> tuple[int, int, int]:
+    """(tile_h, tile_w, channels a thread) of a shared-memory halo kernel's ``config``:
+    ``block_m`` pixels ``block_k`` wide (both powers of two), ``block_n`` channels over
+    ``32 * num_warps`` threads side by side, at most one 16-byte copy wide a lane (and
+    ``most_a_thread`` channels a thread if given); a ``ValueError`` naming the fields else."""
+    tile_w = config.block_k
+    if tile_w < 1 or config.block_m % tile_w or (tile_w & (tile_w - 1)) or (config.block_m & (config.block_m - 1)):
+        raise ValueError(f"config block_m={config.block_m}, block_k={config.block_k}: {kernel}'s tile is "
+                         "block_m pixels block_k wide, both powers of two")
+    lanes = 32 * config.num_warps
+    copy_vec = 16 // itemsize
+    cap = most_a_thread or config.block_n
+    if config.block_n % lanes or config.block_n // lanes > cap or config.block_n > 32 * copy_vec:
+        each = f" (1 to {most_a_thread} each)" if most_a_thread else ""
+        raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: {kernel} spreads "
+                         f"block_n channels over 32 * num_warps threads{each}, at most {32 * copy_vec}")
+    return config.block_m // tile_w, tile_w, config.block_n // lanes
+
+
 def halo_tiling(problem: ConvProblem, config: LaunchConfig) -> HaloTiling:
     """:class:`HaloTiling` of ``config``; a ``ValueError`` naming the field if the config cannot
     describe a depthwise_halo tile."""
-    tile_w = config.block_k
-    if tile_w < 1 or config.block_m % tile_w or (tile_w & (tile_w - 1)) or (config.block_m & (config.block_m - 1)):
-        raise ValueError(f"config block_m={config.block_m}, block_k={config.block_k}: depthwise_halo's tile is "
-                         "block_m pixels block_k wide, both powers of two")
-    lanes = 32 * config.num_warps
-    copy_vec = 16 // problem.itemsize
-    if config.block_n % lanes or config.block_n // lanes > 8 or config.block_n > 32 * copy_vec:
-        raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: depthwise_halo spreads "
-                         f"block_n channels over 32 * num_warps threads (1 to 8 each), at most {32 * copy_vec}")
-    rows = (config.block_m // tile_w - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1
-    columns = (tile_w - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
+    tile_h, tile_w, vec = halo_pixel_tile(config, problem.itemsize, "depthwise_halo", most_a_thread=8)
+    rows = window(tile_h, problem.stride[0], problem.r, problem.dilation[0])
+    columns = window(tile_w, problem.stride[1], problem.s, problem.dilation[1])
     halo = rows * columns
-    vec = config.block_n // lanes
     # Pixels a step: 8 at one channel a thread (more independent accumulator chains, and ptxas
     # shares more shared-memory loads between neighbouring pixels: the 7x7 c96 hw56 row 74.2 ->
     # 45.2 us on an H200, session 14), else 4 (at 4 channels a thread 8 lost: 16.6 -> 24.4 us).
     unroll = min(8 if vec == 1 else 4, tile_w)
-    return HaloTiling(config.block_m // tile_w, tile_w, config.block_n, vec, unroll,
+    return HaloTiling(tile_h, tile_w, config.block_n, vec, unroll,
                       halo, min(HALO_CHUNK, pow2_at_least(halo)),
                       problem.r * problem.s * vec <= MAX_HALO_WEIGHT_REGISTERS)
 

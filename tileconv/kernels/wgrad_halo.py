@@ -45,6 +45,7 @@ from ..problem import ConvProblem
 from .config import BackwardConfig, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
+from .launch import halo_pixel_tile, window
 from .wgrad import splits_within_input_bytes, sum_splits
 
 # The accumulators: TAP_ROWS*S*VEC fp32 registers a thread (a 7x7 at 2 channels a thread: 98).
@@ -251,6 +252,10 @@ class WgradHaloTiling:
     buffers: int  # 2: double-buffered copies; 1: one halo and dy tile
     tap_rows: int  # filter rows a program
 
+    def tiles(self, problem: ConvProblem) -> int:
+        """The output tiles over every image: the reduction the splits share."""
+        return problem.n * cdiv(problem.out_h, self.tile_h) * cdiv(problem.out_w, self.tile_w)
+
     def shared_bytes(self, problem: ConvProblem) -> int:
         """The halos (whole copy chunks) and dy tiles, in the input's dtype."""
         halo = cdiv(self.halo_pixels, self.chunk) * self.chunk
@@ -262,30 +267,20 @@ def wgrad_halo_tiling(problem: ConvProblem, config: BackwardConfig) -> WgradHalo
     ``ValueError`` naming the field if it cannot describe this kernel's tile."""
     if config.num_stages not in (1, 2):
         raise ValueError(f"config num_stages={config.num_stages}: the halo wgrad has 1 or 2 buffers")
-    tile_w = config.block_k
-    if tile_w < 1 or config.block_m % tile_w or (tile_w & (tile_w - 1)) or (config.block_m & (config.block_m - 1)):
-        raise ValueError(f"config block_m={config.block_m}, block_k={config.block_k}: the halo wgrad's tile is "
-                         "block_m pixels block_k wide, both powers of two")
-    lanes = 32 * config.num_warps
-    copy_vec = 16 // problem.itemsize
-    if config.block_n % lanes or config.block_n > 32 * copy_vec:
-        raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: the halo wgrad spreads "
-                         f"block_n channels over 32 * num_warps threads, at most {32 * copy_vec}")
-    vec = config.block_n // lanes
+    tile_h, tile_w, vec = halo_pixel_tile(config, problem.itemsize, "the halo wgrad")
     tap_rows = config.tap_rows or problem.r
     if problem.r % tap_rows:
         raise ValueError(f"config tap_rows={config.tap_rows}: it must divide the filter's {problem.r} rows")
     if tap_rows * problem.s * vec > MAX_ACCUMULATORS:
         raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: {vec} channels a thread "
                          f"times {tap_rows * problem.s} taps is more than {MAX_ACCUMULATORS} accumulators")
-    rows = (config.block_m // tile_w - 1) * problem.stride[0] + (tap_rows - 1) * problem.dilation[0] + 1
-    columns = (tile_w - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
-    halo = rows * columns
+    halo = (window(tile_h, problem.stride[0], tap_rows, problem.dilation[0])
+            * window(tile_w, problem.stride[1], problem.s, problem.dilation[1]))
     # The widest step of at most 4 pixels that divides both the tile's width and Q.
     unroll = 1
     while unroll < 4 and tile_w % (2 * unroll) == 0 and problem.out_w % (2 * unroll) == 0:
         unroll *= 2
-    return WgradHaloTiling(config.block_m // tile_w, tile_w, config.block_n, vec, unroll,
+    return WgradHaloTiling(tile_h, tile_w, config.block_n, vec, unroll,
                            halo, min(COPY_CHUNK, pow2_at_least(halo)), config.num_stages, tap_rows)
 
 
@@ -328,8 +323,7 @@ def fills_the_gpu(problem: ConvProblem, config: BackwardConfig) -> bool:
     """Whether ``config`` has a program for every resident slot of the GPU at one tile a split
     (:func:`resident_programs` on each SM): else its filter rows are better split."""
     tiling = wgrad_halo_tiling(problem, config)
-    tiles = problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w)
-    programs = tiles * cdiv(problem.c, tiling.block_c) * (problem.r // tiling.tap_rows)
+    programs = tiling.tiles(problem) * cdiv(problem.c, tiling.block_c) * (problem.r // tiling.tap_rows)
     return programs >= _SMS * resident_programs(problem, config)
 
 
@@ -339,7 +333,7 @@ def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int,
     SM), each split at least :data:`MIN_TILES_PER_SPLIT` tiles (its prologue and partial sums
     amortised) and the partial sums' traffic within the inputs' bytes."""
     tiling = wgrad_halo_tiling(problem, config)
-    tiles = problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w)
+    tiles = tiling.tiles(problem)
     if config.split_k > 0:
         wanted = config.split_k
     else:
@@ -368,7 +362,7 @@ def launch_wgrad_depthwise_halo(
     if not _copyable(x, problem.itemsize):
         x = x.contiguous(memory_format=torch.channels_last)
     per_split, split = halo_wgrad_split(problem, config)
-    tiles = problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w)
+    tiles = tiling.tiles(problem)
     # [split, C, 1, R, S]: taps contiguous, as wgrad_finish_kernel reads (C/g = 1).
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
     launch(conv2d_wgrad_depthwise_halo_kernel, (split, cdiv(problem.c, tiling.block_c), problem.r // tiling.tap_rows),

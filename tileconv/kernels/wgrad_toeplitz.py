@@ -26,7 +26,7 @@ not all finite (rare; one check a program) it recomputes them on the CUDA cores,
 term, as PyTorch does.
 
 The launcher copies x into zero-bordered planes and dy into planes first (one read and one
-write each, small beside a large filter's work; :func:`.staged.to_padded_planes_kernel`):
+write each, small beside a large filter's work; :func:`.launch.padded_planes`):
 one channel's rows are then contiguous, the A tile needs no padding mask, and B's gather
 reads one row segment.
 """
@@ -42,12 +42,10 @@ from ..problem import ConvProblem
 from .config import BackwardConfig, dot_constexprs, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
-from .staged import to_padded_planes_kernel
+from .launch import MAX_GRID_Y, padded_planes, window
 from .wgrad import splits_within_input_bytes, sum_splits
 
 MAX_FILTER = 64  # filter rows and columns, each (the GEMM's M and N tiles: at most 64 x 64)
-MAX_GRID_Y = 65535
-PLANES_COPY_TILE = (64, 32)  # to_padded_planes_kernel's (pixels, channels) tile
 # Split-K: about eight 4-warp programs an SM (H100/H200: 132 SMs), each at least this many rows.
 _TARGET_PROGRAMS = 8 * 132
 MIN_ROWS_PER_SPLIT = 8
@@ -166,20 +164,7 @@ def split_rows(problem: ConvProblem, config: BackwardConfig) -> tuple[int, int]:
 
 def toeplitz_wgrad_columns(problem: ConvProblem) -> int:
     """JW: the padded input columns one output row reads, ``(Q-1)*V + (S-1)*dil_w + 1``."""
-    return (problem.out_w - 1) * problem.stride[1] + (problem.s - 1) * problem.dilation[1] + 1
-
-
-def _planes(t: torch.Tensor, channels: int, pad: tuple[int, int], rows: int, columns: int) -> torch.Tensor:
-    """``t`` ([N, channels, h, w], any strides) copied into contiguous zero-bordered planes
-    [N, channels, rows, columns], t at rows pad[0].., columns pad[1].. ."""
-    n, _, h, w = t.shape
-    copy = scratch((n, channels, rows, columns), t.dtype, t.device)
-    block_p, block_c = PLANES_COPY_TILE
-    int64 = t.numel() >= INT32_LIMIT or copy.numel() >= INT32_LIMIT
-    launch(to_padded_planes_kernel, (cdiv(rows * columns, block_p), cdiv(channels, block_c), n),
-           t, copy, channels, h, w, pad[0], pad[1], rows, columns, *t.stride(),
-           BLOCK_P=block_p, BLOCK_C=block_c, INT64=int64, num_warps=4)
-    return copy
+    return window(problem.out_w, problem.stride[1], problem.s, problem.dilation[1])
 
 
 def launch_wgrad_depthwise_toeplitz(
@@ -194,12 +179,11 @@ def launch_wgrad_depthwise_toeplitz(
         raise ValueError(f"config block_k={config.block_k}: the Toeplitz wgrad's column step is a power of two >= 16")
     block_j = config.block_k
     jw = toeplitz_wgrad_columns(problem)
-    rows = max(problem.h + problem.padding[0],
-               (problem.out_h - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1)
+    rows = max(problem.h + problem.padding[0], window(problem.out_h, problem.stride[0], problem.r, problem.dilation[0]))
     columns = cdiv(max(problem.w + problem.padding[1], cdiv(jw, block_j) * block_j), 16) * 16
-    x_planes = _planes(x, problem.c, problem.padding, rows, columns)
+    x_planes = padded_planes(x, problem.c, problem.padding, rows, columns)
     q_row = cdiv(problem.out_w, 16) * 16
-    dy_planes = _planes(grad, problem.k, (0, 0), problem.out_h, q_row)
+    dy_planes = padded_planes(grad, problem.k, (0, 0), problem.out_h, q_row)
     per_split, split = split_rows(problem, config)
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
     int64 = needs_int64(problem) or max(x_planes.numel(), dy_planes.numel(), out.numel()) >= INT32_LIMIT
