@@ -428,6 +428,16 @@ def test_info_without_gpu(tmp_path, capsys):
     assert "no CUDA device" in out and "tuning cache:" in out and f"torch     {torch.__version__}" in out
     data = json.loads((tmp_path / "info.json").read_text())
     assert data["gpu"] is None and data["ceilings"] is None and data["tileconv"]
+    # Every algorithm listed; under the interpreter the Gluon kernels say why they do not run here.
+    from tileconv.kernels import ALGORITHMS, BACKWARD_ALGORITHMS
+
+    listed = data["algorithms"]
+    assert [a["name"] for a in listed["forward"]] == list(ALGORITHMS)
+    assert [a["name"] for a in listed["backward"]] == list(BACKWARD_ALGORITHMS)
+    needs = {a["name"]: a["needs"] for a in listed["forward"] + listed["backward"]}
+    assert "interpreter" in needs["depthwise_halo"] and "interpreter" in needs["implicit_gemm_ws"]
+    assert needs["implicit_gemm"] is None and needs["depthwise_toeplitz"] is None
+    assert "depthwise_halo: not on this machine" in out
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the no-GPU path")
