@@ -118,6 +118,34 @@ def test_run_passes_with_exit_code_0_and_writes_json(device: str, capsys, tmp_pa
     assert row["algorithm"] in tileconv.ALGORITHMS and row["rel_err"] <= row["tolerance"]
 
 
+def test_backward_pass_checks_both_gradients_over_the_backward_algorithms(device: str, capsys, tmp_path):
+    """verify --pass bwd: the input and weight gradients of random convolutions, 'each'
+    rotating through the backward algorithms that compute a case; all pass, and the JSON
+    carries both gradients' errors."""
+    path = tmp_path / "bwd.json"
+    code = verify.run(_args(device, cases=8, seed=3, json=path, algo="each", pass_="bwd"))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "8 passed, 0 failed" in out and "gradients (dgrad, wgrad)" in out and "--pass bwd" in out
+    data = json.loads(path.read_text())
+    assert data["pass"] == "bwd" and data["passed"] == 8
+    assert all(row["dgrad_rel_err"] is not None and row["wgrad_rel_err"] is not None for row in data["results"])
+    assert len({row["algorithm"] for row in data["results"]}) >= 2
+
+
+def test_backward_pass_catches_a_wrong_gradient(device: str, monkeypatch, capsys):
+    """A weight gradient off by 5% of its largest value fails every case of verify --pass bwd."""
+    real = functional.conv2d_backward_problem
+
+    def wrong(*args, **kwargs):
+        grad_x, grad_w = real(*args, **kwargs)
+        return grad_x, grad_w + 0.05 * grad_w.abs().max()
+
+    monkeypatch.setattr(functional, "conv2d_backward_problem", wrong)
+    assert verify.run(_args(device, cases=3, seed=5, pass_="bwd")) == 1
+    assert "0 passed, 3 failed" in capsys.readouterr().out
+
+
 def test_bad_arguments_exit_2(device: str, capsys):
     assert verify.run(_args(device, algo="winograd")) == 2
     assert "--algo='winograd'" in capsys.readouterr().out

@@ -7,6 +7,12 @@ odd sizes, activation, bias and residual; the algorithm is the one ``tileconv.co
 picks (``--algo`` forces one, or ``each`` rotates through those that compute the case). The output is allocated poisoned (NaN) and compared with
 :func:`tileconv.conv2d_reference` through :mod:`tileconv.testing`, as the test suite does.
 
+``--pass bwd`` checks the backward instead: the input and weight gradients of the same
+random convolutions (their epilogues left out: the gradient of the pre-activation), through
+``tileconv.functional.conv2d_backward_problem`` with the backward algorithm auto dispatch
+picks (or ``--algo``: a backward algorithm, or ``each``), against PyTorch's
+``convolution_backward`` in float64, both gradients poisoned before the call.
+
 Case ``i`` of seed ``S`` is drawn from its own generator, so ``--seed S --only i`` replays
 it alone. On a CPU the kernels run through Triton's interpreter (this command restarts
 itself with ``TRITON_INTERPRET=1`` when needed) on small sizes.
@@ -28,7 +34,7 @@ import warnings
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-HELP = "check tileconv.conv2d against the float64 reference on random problems over every option"
+HELP = "check tileconv.conv2d (or, --pass bwd, its gradients) against the float64 reference on random problems"
 
 DTYPE_CHOICES = ("float16", "bfloat16", "float32", "float32+tf32")
 KERNELS = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (7, 7), (1, 3), (3, 1), (1, 7), (7, 1), (2, 3), (3, 5)]
@@ -57,9 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the draw (default: 0)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default=None,
                         help="where to run (default: cuda if available, else cpu through TRITON_INTERPRET=1)")
+    parser.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd",
+                        help="fwd: the output (the default); bwd: the input and weight gradients")
     parser.add_argument("--algo", default="auto", metavar="NAME",
                         help="'auto' (tileconv.conv2d's choice, the default), 'each' (rotate through the "
-                             "algorithms that compute each case) or an algorithm name")
+                             "algorithms that compute each case) or an algorithm name (with --pass bwd a "
+                             "backward algorithm's)")
     parser.add_argument("--only", type=int, default=None, metavar="I", help="run only case I of this seed")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="write the per-case results here")
     parser.add_argument("--jobs", type=int, default=None, metavar="J",
@@ -120,13 +129,16 @@ def _draw_activation(rng: random.Random):
     return name
 
 
-def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto") -> Case:
+def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto", pass_: str = "fwd") -> Case:
     """Case ``index`` of ``seed``: random options until PyTorch's rules accept them (and the
-    forced algorithm ``algo``, unless 'auto' or 'each', computes them)."""
+    forced algorithm ``algo``, unless 'auto' or 'each', computes them; a backward algorithm
+    with ``pass_`` 'bwd')."""
     import torch
 
-    from .kernels import ALGORITHMS
+    from .kernels import ALGORITHMS, BACKWARD_ALGORITHMS
     from .problem import problem_from_arguments
+
+    registry = BACKWARD_ALGORITHMS if pass_ == "bwd" else ALGORITHMS
 
     rng = random.Random(f"tileconv-verify:{seed}:{index}")
     while True:
@@ -145,7 +157,7 @@ def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto") -> Case
             problem = problem_from_arguments(x, weight, None, *case.arguments)
         except ValueError:  # output size <= 0, or 'same' with a stride: draw again
             continue
-        if algo in ALGORITHMS and ALGORITHMS[algo].unsupported_reason(problem) is not None:
+        if algo in registry and registry[algo].unsupported_reason(problem) is not None:
             continue
         return case
 
@@ -193,9 +205,11 @@ def _finite_or_none(value: float) -> float | None:
 CHUNK = 20
 
 
-def _run_chunk(indices: list[int], seed: int, limits: Limits, algo: str, device: str) -> list[Result]:
+def _run_chunk(indices: list[int], seed: int, limits: Limits, algo: str, device: str,
+               pass_: str = "fwd") -> list[Result]:
     """Draw and run the cases ``indices`` (in a worker process, or inline)."""
-    return [run_case(draw_case(seed, index, limits, algo), device, seed, algo) for index in indices]
+    run = run_backward_case if pass_ == "bwd" else run_case
+    return [run(draw_case(seed, index, limits, algo, pass_), device, seed, algo) for index in indices]
 
 
 def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
@@ -260,11 +274,77 @@ def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
     return result
 
 
+def run_backward_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
+    """The input and weight gradients of ``case``'s convolution (its epilogue left out) for a
+    random upstream gradient, through ``conv2d_backward_problem`` with ``algo`` (auto, each,
+    or a backward algorithm), both poisoned, against float64 ``convolution_backward``. The
+    result's error is the worse of the two, each against its own reduction's tolerance
+    (dgrad: K/g*R*S products a value; wgrad: N*P*Q)."""
+    import torch
+
+    from .functional import conv2d_backward_problem, poison_outputs
+    from .kernels import BACKWARD_ALGORITHMS
+    from .kernels.backward import aten_convolution_backward
+    from .problem import problem_from_arguments
+    from .testing import compare, random_inputs, tolerance
+
+    result = Result(case)
+    previous_tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
+    start = time.perf_counter()
+    try:
+        dtype = getattr(torch, case.dtype.split("+")[0])
+        fmt = torch.channels_last if case.layout == "nhwc" else torch.contiguous_format
+        x = torch.empty(case.n, case.c, case.h, case.w, dtype=dtype, device="meta").contiguous(memory_format=fmt)
+        weight = torch.empty(case.k, case.c // case.groups, case.r, case.s, dtype=dtype, device="meta")
+        problem = problem_from_arguments(x, weight, None, *case.arguments)
+        result.problem, result.layout, result.epilogue = problem.describe(), problem.layout, "none (gradients)"
+        if algo == "each":
+            names = [name for name, a in BACKWARD_ALGORITHMS.items()
+                     if name != "aten" and a.unsupported_reason(problem) is None]
+            algo = names[case.index % len(names)]
+        inputs = random_inputs(problem, device, seed=seed * 1_000_003 + case.index)
+        generator = torch.Generator().manual_seed(seed * 1_000_003 + case.index + 1)
+        grad = torch.randn(problem.output_shape, generator=generator).to(device=device, dtype=dtype)
+        grad = grad.contiguous(memory_format=torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format)
+        from . import dispatch
+
+        chosen = dispatch.select_backward(problem, algo)
+        result.algorithm = chosen.name
+        if chosen.name != "aten":
+            result.config = f"wgrad {dispatch.backward_config(problem, chosen, 'wgrad')}"
+        with poison_outputs():
+            got_x, got_w = conv2d_backward_problem(problem, grad, inputs.x, inputs.weight, True, True, algo=algo)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        ref_x, ref_w = aten_convolution_backward(problem, grad.double(), inputs.x.double(), inputs.weight.double(),
+                                                 True, True)
+        checks = {"dgrad": compare(got_x, ref_x, tolerance(problem, problem.k_per_group * problem.r * problem.s)),
+                  "wgrad": compare(got_w, ref_w, tolerance(problem, problem.gemm_m))}
+        worst_name, worst = max(checks.items(), key=lambda item: item[1].rel_err / item[1].tolerance
+                                if math.isfinite(item[1].rel_err) else math.inf)
+        result.rel_err, result.tolerance = worst.rel_err, worst.tolerance
+        result.ok = all(c.ok for c in checks.values())
+        result.message = "; ".join(f"{name}: {c.message()}" for name, c in checks.items() if not c.ok)
+        result.extra = {f"{name}_rel_err": _finite_or_none(c.rel_err) for name, c in checks.items()}
+        result.extra["nonfinite_mismatches"] = sum(c.nonfinite_mismatches for c in checks.values())
+        result.extra["worst"] = worst_name
+        if problem.layout == "nhwc" and not got_x.is_contiguous(memory_format=torch.channels_last):
+            result.ok, result.error = False, f"grad_input strides {got_x.stride()} do not follow the nhwc input"
+    except Exception as error:  # a crash is a failed case, not the end of the run
+        result.ok, result.error = False, f"{type(error).__name__}: {error}"
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous_tf32
+    result.seconds = time.perf_counter() - start
+    return result
+
+
 # --------------------------------------------------------------------- report
-def _summary_table(results: list[Result]):
+def _summary_table(results: list[Result], pass_: str = "fwd"):
     from rich.table import Table
 
-    table = Table(title="tileconv.conv2d vs float64 reference")
+    what = "tileconv's gradients (dgrad, wgrad)" if pass_ == "bwd" else "tileconv.conv2d"
+    table = Table(title=f"{what} vs float64 reference")
     for name, justify in [("dtype", "left"), ("algorithm", "left"), ("cases", "right"), ("pass", "right"),
                           ("fail", "right"), ("worst err", "right"), ("tol", "right"), ("err/tol", "right")]:
         table.add_column(name, justify=justify, no_wrap=True)
@@ -301,6 +381,7 @@ def _describe_worst(result: Result, args: argparse.Namespace, device: str) -> st
     if result.message:
         lines.append(f"  detail      {result.message}")
     algo = f" --algo {args.algo}" if args.algo != "auto" else ""
+    algo += " --pass bwd" if getattr(args, "pass_", "fwd") == "bwd" else ""
     lines.append(f"  replay      python -m tileconv verify --seed {args.seed} --only {case.index} --device {device}{algo}")
     return "\n".join(lines)
 
@@ -312,7 +393,8 @@ def _write_json(path: Path, results: list[Result], args: argparse.Namespace, dev
     from . import __version__
 
     payload = {
-        "seed": args.seed, "device": device, "algo": args.algo, "cases": len(results), "passed": sum(r.ok for r in results),
+        "seed": args.seed, "device": device, "algo": args.algo, "pass": getattr(args, "pass_", "fwd"),
+        "cases": len(results), "passed": sum(r.ok for r in results),
         "failed": sum(not r.ok for r in results),
         "versions": {"tileconv": __version__, "torch": torch.__version__, "triton": triton.__version__},
         "gpu": torch.cuda.get_device_name() if device == "cuda" else None,
@@ -326,7 +408,8 @@ def _write_json(path: Path, results: list[Result], args: argparse.Namespace, dev
 def _rerun_with_interpreter(args: argparse.Namespace) -> int:
     """Run this command again in a child with TRITON_INTERPRET=1: Triton and tileconv read it
     at import, so it cannot be switched on in this process."""
-    argv = [sys.executable, "-m", "tileconv", "verify", "--seed", str(args.seed), "--device", "cpu", "--algo", args.algo]
+    argv = [sys.executable, "-m", "tileconv", "verify", "--seed", str(args.seed), "--device", "cpu", "--algo", args.algo,
+            "--pass", getattr(args, "pass_", "fwd")]
     if args.cases is not None:
         argv += ["--cases", str(args.cases)]
     if args.only is not None:
@@ -347,13 +430,16 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ._runtime import INTERPRET
-    from .kernels import ALGORITHMS
+    from .kernels import ALGORITHMS, BACKWARD_ALGORITHMS
 
     console = Console()
     if not console.is_terminal:  # a CI log: room for the table instead of 80 columns
         console = Console(width=120)
-    if args.algo not in ("auto", "each", *ALGORITHMS):
-        console.print(f"[red]--algo={args.algo!r} is not 'auto', 'each' or one of {', '.join(ALGORITHMS)}[/]")
+    pass_ = getattr(args, "pass_", "fwd")
+    registry = BACKWARD_ALGORITHMS if pass_ == "bwd" else ALGORITHMS
+    if args.algo not in ("auto", "each", *registry):
+        console.print(f"[red]--algo={args.algo!r} is not 'auto', 'each' or one of {', '.join(registry)}"
+                      + (" (the backward algorithms: --pass bwd)" if pass_ == "bwd" else "") + "[/]")
         return 2
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -367,7 +453,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]--cases={cases} must be at least 1[/]")
         return 2
     indices = [args.only] if args.only is not None else list(range(cases))
-    console.print(f"tileconv verify: {len(indices)} random problems, seed {args.seed}, on {device}"
+    console.print(f"tileconv verify{' --pass bwd' if pass_ == 'bwd' else ''}: {len(indices)} random problems, "
+                  f"seed {args.seed}, on {device}"
                   + (" (Triton interpreter)" if device == "cpu" else f" ({torch.cuda.get_device_name()})")
                   + f"; sizes N<={limits.batch}, C,K<={limits.channels}, H,W<={limits.image}")
 
@@ -397,17 +484,18 @@ def run(args: argparse.Namespace) -> int:
 
         if jobs <= 1 or len(chunks) == 1:
             for chunk in chunks:
-                record(_run_chunk(chunk, args.seed, limits, args.algo, device))
+                record(_run_chunk(chunk, args.seed, limits, args.algo, device, pass_))
         else:
             # Fresh interpreters (spawn): a CUDA context does not survive fork.
             context = multiprocessing.get_context("spawn")
             with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-                futures = [pool.submit(_run_chunk, chunk, args.seed, limits, args.algo, device) for chunk in chunks]
+                futures = [pool.submit(_run_chunk, chunk, args.seed, limits, args.algo, device, pass_)
+                           for chunk in chunks]
                 for future in concurrent.futures.as_completed(futures):
                     record(future.result())
     results.sort(key=lambda r: r.case.index)
 
-    console.print(_summary_table(results))
+    console.print(_summary_table(results, pass_))
     worst = max(results, key=lambda r: (not r.ok, r.ratio, r.rel_err if math.isfinite(r.rel_err) else 0.0))
     console.print(_describe_worst(worst, args, device), highlight=False)
     if args.json is not None:
