@@ -54,8 +54,14 @@ def algorithms_info() -> dict[str, list[dict]]:
               ConvProblem(2, 64, 16, 16, 64, 3, 3, padding=(1, 1), groups=64, dtype=torch.float16, layout="nhwc"),
               ConvProblem(2, 64, 32, 32, 64, 31, 31, padding=(15, 15), groups=64, dtype=torch.float16, layout="nhwc")]
 
+    def reason(unsupported_reason, problem) -> str:
+        try:
+            return unsupported_reason(problem)
+        except Exception as error:  # an algorithm's bug must not hide the rest of info
+            return f"its unsupported_reason failed ({type(error).__name__}: {error})"
+
     def needs(unsupported_reason) -> str | None:
-        reasons = [unsupported_reason(problem) for problem in probes]
+        reasons = [reason(unsupported_reason, problem) for problem in probes]
         if any(reason is None for reason in reasons):
             return None
         machine = [reason for reason in reasons if any(word in reason for word in _MACHINE_WORDS)]
