@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/record.sh check      the whole test suite on the GPU
 #   bash benchmarks/record.sh verify     verify 2000 random cases
+#   bash benchmarks/record.sh verify-bwd verify --pass bwd: 600 random cases' gradients, every backward algorithm
 #   bash benchmarks/record.sh forward    tune, bench all, epilogues, bf16, NCHW, host cost
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
 #   bash benchmarks/record.sh fp32       tune + bench tf32 and strict fp32, NHWC and NCHW (DTYPES, LAYOUTS pick)
@@ -80,6 +81,11 @@ check)
     ;;
 verify)
     TAILN=22 step verify 400 python -m tileconv verify --cases 2000 --seed 7 --device cuda --jobs 14 --json "$R/verify.json"
+    save
+    ;;
+verify-bwd)
+    TAILN=22 step verify-bwd 400 python -m tileconv verify --pass bwd --algo each --cases 600 --seed 8 --device cuda \
+        --jobs 14 --json "$R/verify-bwd.json"
     save
     ;;
 forward)
