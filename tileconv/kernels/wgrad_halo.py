@@ -111,7 +111,7 @@ def conv2d_wgrad_depthwise_halo_kernel(
     stride_os, stride_oc,
     TILES,  # N * tiles a image
     TILES_PER_SPLIT,
-    R: gl.constexpr, S: gl.constexpr,
+    S: gl.constexpr,  # filter columns (its rows: TAP_ROWS a program)
     U: gl.constexpr, V: gl.constexpr,  # stride
     DIL_H: gl.constexpr, DIL_W: gl.constexpr,
     TILE_H: gl.constexpr, TILE_W: gl.constexpr,  # TILE_W a multiple of UNROLL
@@ -370,7 +370,7 @@ def launch_wgrad_depthwise_halo(
         problem.padding[0], problem.padding[1],
         grad.stride(0), grad.stride(2), grad.stride(3), x.stride(0), x.stride(2), x.stride(3),
         out.stride(0), out.stride(1), tiles, per_split,
-        R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
+        S=problem.s, U=problem.stride[0], V=problem.stride[1],
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
         CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps, BUFFERS=tiling.buffers,
