@@ -212,6 +212,35 @@ def _run_chunk(indices: list[int], seed: int, limits: Limits, algo: str, device:
     return [run(draw_case(seed, index, limits, algo, pass_), device, seed, algo) for index in indices]
 
 
+def _checked(case: Case, check) -> Result:
+    """``check(result)`` for ``case`` under its TF32 setting, timed; an exception is a failed
+    case (its text the error), not the end of the run."""
+    import torch
+
+    result = Result(case)
+    previous_tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
+    start = time.perf_counter()
+    try:
+        check(result)
+    except Exception as error:  # a crash is a failed case, not the end of the run
+        result.ok, result.error = False, f"{type(error).__name__}: {error}"
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous_tf32
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _meta_operands(case: Case):
+    """(dtype, x, weight) of ``case`` as meta tensors in its layout: what the problem is read from."""
+    import torch
+
+    dtype = getattr(torch, case.dtype.split("+")[0])
+    fmt = torch.channels_last if case.layout == "nhwc" else torch.contiguous_format
+    x = torch.empty(case.n, case.c, case.h, case.w, dtype=dtype, device="meta").contiguous(memory_format=fmt)
+    return dtype, x, torch.empty(case.k, case.c // case.groups, case.r, case.s, dtype=dtype, device="meta")
+
+
 def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
     """Run ``case`` (poisoned output) through tileconv.conv2d, or with ``algo`` forced through
     conv2d_problem, and compare with the reference."""
@@ -224,15 +253,8 @@ def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
     from .reference import conv2d_reference
     from .testing import compare, random_inputs, tolerance
 
-    result = Result(case)
-    previous_tf32 = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
-    start = time.perf_counter()
-    try:
-        dtype = getattr(torch, case.dtype.split("+")[0])
-        fmt = torch.channels_last if case.layout == "nhwc" else torch.contiguous_format
-        x = torch.empty(case.n, case.c, case.h, case.w, dtype=dtype, device="meta").contiguous(memory_format=fmt)
-        weight = torch.empty(case.k, case.c // case.groups, case.r, case.s, dtype=dtype, device="meta")
+    def check(result: Result, algo: str = algo) -> None:
+        dtype, x, weight = _meta_operands(case)
         bias = torch.empty(case.k, dtype=dtype, device="meta") if case.bias else None
         problem = problem_from_arguments(x, weight, bias, *case.arguments, case.activation)
         if case.residual:
@@ -266,12 +288,7 @@ def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
         fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
         if not out.is_contiguous(memory_format=fmt):
             result.ok, result.error = False, f"output strides {out.stride()} do not follow the {problem.layout} input"
-    except Exception as error:  # a crash is a failed case, not the end of the run
-        result.ok, result.error = False, f"{type(error).__name__}: {error}"
-    finally:
-        torch.backends.cudnn.allow_tf32 = previous_tf32
-    result.seconds = time.perf_counter() - start
-    return result
+    return _checked(case, check)
 
 
 def run_backward_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
@@ -282,21 +299,15 @@ def run_backward_case(case: Case, device: str, seed: int, algo: str = "auto") ->
     (dgrad: K/g*R*S products a value; wgrad: N*P*Q)."""
     import torch
 
+    from . import dispatch
     from .functional import conv2d_backward_problem, poison_outputs
     from .kernels import BACKWARD_ALGORITHMS
     from .kernels.backward import aten_convolution_backward
     from .problem import problem_from_arguments
     from .testing import compare, random_inputs, tolerance
 
-    result = Result(case)
-    previous_tf32 = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
-    start = time.perf_counter()
-    try:
-        dtype = getattr(torch, case.dtype.split("+")[0])
-        fmt = torch.channels_last if case.layout == "nhwc" else torch.contiguous_format
-        x = torch.empty(case.n, case.c, case.h, case.w, dtype=dtype, device="meta").contiguous(memory_format=fmt)
-        weight = torch.empty(case.k, case.c // case.groups, case.r, case.s, dtype=dtype, device="meta")
+    def check(result: Result, algo: str = algo) -> None:
+        dtype, x, weight = _meta_operands(case)
         problem = problem_from_arguments(x, weight, None, *case.arguments)
         result.problem, result.layout, result.epilogue = problem.describe(), problem.layout, "none (gradients)"
         if algo == "each":
@@ -307,8 +318,6 @@ def run_backward_case(case: Case, device: str, seed: int, algo: str = "auto") ->
         generator = torch.Generator().manual_seed(seed * 1_000_003 + case.index + 1)
         grad = torch.randn(problem.output_shape, generator=generator).to(device=device, dtype=dtype)
         grad = grad.contiguous(memory_format=torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format)
-        from . import dispatch
-
         chosen = dispatch.select_backward(problem, algo)
         result.algorithm = chosen.name
         if chosen.name != "aten":
@@ -331,12 +340,7 @@ def run_backward_case(case: Case, device: str, seed: int, algo: str = "auto") ->
         result.extra["worst"] = worst_name
         if problem.layout == "nhwc" and not got_x.is_contiguous(memory_format=torch.channels_last):
             result.ok, result.error = False, f"grad_input strides {got_x.stride()} do not follow the nhwc input"
-    except Exception as error:  # a crash is a failed case, not the end of the run
-        result.ok, result.error = False, f"{type(error).__name__}: {error}"
-    finally:
-        torch.backends.cudnn.allow_tf32 = previous_tf32
-    result.seconds = time.perf_counter() - start
-    return result
+    return _checked(case, check)
 
 
 # --------------------------------------------------------------------- report

@@ -85,9 +85,9 @@ def select(
 
 def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorithm:
     """The backward algorithm for ``problem``: ``algo`` by name, or the heuristics' choice
-    ('depthwise' for groups = C, else 'implicit_gemm'). Tuning picks its configs
-    (:func:`backward_config`), not the algorithm; under 'auto' a stride-1 dgrad runs as a
-    forward convolution instead (:func:`dgrad_forward`)."""
+    (:func:`~tileconv.dispatch.heuristics.choose_backward_algorithm`), remembered per
+    (problem, algo). Tuning picks its configs (:func:`backward_config`), not the algorithm;
+    under 'auto' a stride-1 dgrad runs as a forward convolution instead (:func:`dgrad_forward`)."""
     key = (problem, algo)
     hit = _backward_algorithms.get(key)
     if hit is not None:

@@ -492,8 +492,7 @@ def choose_backward_algorithm(problem: ConvProblem) -> str:
     'depthwise_toeplitz' (the wgrad on the tensor cores); else 'depthwise_halo' where it runs
     (its wgrad from shared-memory halos: on a GPU, multiplier 1, channels_last, filter rows of
     up to 49 taps; a 13x13 on 7x7 outputs a filter row a program); else the CUDA-core
-    'depthwise' kernels. Everything else
-    'implicit_gemm'."""
+    'depthwise' kernels. Everything else 'implicit_gemm'."""
     if not problem.is_depthwise:
         return "implicit_gemm"
     if (problem.r * problem.s >= TOEPLITZ_WGRAD_MIN_TAPS and problem.out_w >= TOEPLITZ_WGRAD_MIN_WIDTH
@@ -504,7 +503,7 @@ def choose_backward_algorithm(problem: ConvProblem) -> str:
     return "depthwise"
 
 
-# The halo wgrad's buffers a one-warp program: four programs an SM (H100/H200: 228 KB).
+# The halo wgrad's shared memory a one-warp program: four programs an SM (H100/H200: 228 KB).
 HALO_WGRAD_SHARED_BUDGET = 56 * 1024
 
 
@@ -512,8 +511,8 @@ def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     """The halo wgrad's tile (:mod:`tileconv.kernels.wgrad_halo`): one warp over 64 channels
     (2 a thread: one 4-byte shared-memory load feeds two multiply-adds) where that pads C by
     at most an eighth and the filter has at most 25 taps, else 32 (a 7x7 at 64 took 255
-    registers, and lost to 32 on three of four ConvNeXt rows, H200); the largest of 8x8, 4x8 and
-    4x4 pixels whose two halos and dy tiles fit :data:`HALO_WGRAD_SHARED_BUDGET`; all the
+    registers, and lost to 32 on three of four ConvNeXt rows, H200), single-buffered; the largest
+    of 8x8, 4x8 and 4x4 pixels whose halo and dy tile fit :data:`HALO_WGRAD_SHARED_BUDGET`; all the
     filter's rows a program where that fills the GPU at one tile a split (or the filter has
     at most 3 rows), else the most rows that do (or one); split-K left to the launcher."""
     block_n = 64 if (cdiv(problem.c, 64) * 64 * 8 <= problem.c * 9 and problem.r * problem.s <= 25) else 32

@@ -166,7 +166,7 @@ def launch_gemm_1x1(
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
     b2d = weight.reshape(problem.k, problem.c)
-    if not (_describable(a2d, problem.itemsize) and _describable(b2d, problem.itemsize)):
+    if not (describable(a2d, problem.itemsize) and describable(b2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
@@ -175,7 +175,7 @@ def launch_gemm_1x1(
     sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w]
     channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
     out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if channels_last else None
-    if config.persistent and out2d is not None and _describable(out2d, problem.itemsize):
+    if config.persistent and out2d is not None and describable(out2d, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
                       a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], **constexprs)
@@ -229,7 +229,7 @@ def launch_tma_rows(
         raise ValueError(f"config split_k={config.split_k}: tma_rows has no split-K (use implicit_gemm)")
     w3d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s, problem.c)
     x4d = x.permute(0, 2, 3, 1)  # (N, H, W, C): a view, C contiguous for a channels_last input
-    if not (_describable(x4d, problem.itemsize) and _describable(w3d, problem.itemsize)):
+    if not (describable(x4d, problem.itemsize) and describable(w3d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     x_desc = TensorDescriptor.from_tensor(x4d, [1, 1, config.block_m, config.block_k])
     w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
@@ -238,7 +238,7 @@ def launch_tma_rows(
              problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
     tiles = problem.n * problem.out_h * cdiv(problem.out_w, config.block_m) * cdiv(problem.k, config.block_n)
     out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
-    if config.persistent and _describable(out4d, problem.itemsize):
+    if config.persistent and describable(out4d, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(out4d, [1, 1, config.block_m, config.block_n])
         return launch(conv2d_tma_rows_persistent_kernel, (min(tiles, sm_count(out.device)),),
                       x_desc, w_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], problem.r, problem.s,
@@ -324,7 +324,7 @@ def launch_implicit_gemm_ws(
     block_k = ws_block_k(problem, config.block_k)
     w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
     # The loader's 16-byte gathers need what a copy engine's view of x as (N, H, W, C) needs.
-    if not (_describable(x.permute(0, 2, 3, 1), problem.itemsize) and _describable(w2d, problem.itemsize)):
+    if not (describable(x.permute(0, 2, 3, 1), problem.itemsize) and describable(w2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], _GLUON_DTYPES[problem.dtype])
     w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
@@ -343,7 +343,7 @@ def launch_implicit_gemm_ws(
                   maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
 
 
-def _describable(t: torch.Tensor, itemsize: int) -> bool:
+def describable(t: torch.Tensor, itemsize: int) -> bool:
     """Whether the copy engine can address ``t``: 16-byte aligned start, last dimension
     contiguous, the other strides multiples of 16 bytes."""
     return (t.data_ptr() % 16 == 0 and t.stride(-1) == 1
@@ -741,7 +741,7 @@ def launch_depthwise_halo(
     if tiling.shared_bytes(problem) > MAX_HALO_SHARED_BYTES:
         raise ValueError(f"config {config}: depthwise_halo's halo and filter need {tiling.shared_bytes(problem)} "
                          f"bytes of shared memory, more than {MAX_HALO_SHARED_BYTES}")
-    if not _describable(x.permute(0, 2, 3, 1), problem.itemsize):
+    if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
         return launch_depthwise(problem, x, weight, bias, residual, out, config)
     weight = channel_minor_weight(weight)  # one vector of C weights a tap
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)

@@ -69,13 +69,25 @@ PARTIAL_SUM_FACTOR = 4
 
 
 @gluon.jit
-def _copy_tile(x_img, dy_img, halo, dy_tile, buf, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
-               stride_xh, stride_xw, stride_dp, stride_dq, live,
+def _tile_origin(tile, tiles_img, tiles_q, TILE_H: gl.constexpr, TILE_W: gl.constexpr):
+    """(image, first output row, first output column) of output tile ``tile``."""
+    return tile // tiles_img, (tile % tiles_img) // tiles_q * TILE_H, (tile % tiles_q) * TILE_W
+
+
+@gluon.jit
+def _copy_tile(x_ptr, dy_ptr, halo, dy_tile, buf, tile, live, tiles_img, tiles_q, H, W, P, Q, c_end, cx,
+               pad_h, pad_w, stride_xn, stride_xh, stride_xw, stride_dn, stride_dp, stride_dq,
                U: gl.constexpr, V: gl.constexpr, HH: gl.constexpr, WW: gl.constexpr,
                TILE_H: gl.constexpr, TILE_W: gl.constexpr, CHUNK: gl.constexpr, CHUNKS: gl.constexpr,
                COPY_VEC: gl.constexpr, XL: gl.constexpr, INT64: gl.constexpr):
-    """Issue the cp.async copies of one tile into buffer ``buf``: its input halo (zeros outside
-    the image and past C) and its dy (zeros past the image's edge); none if not ``live``."""
+    """Issue the cp.async copies of output tile ``tile`` into buffer ``buf``: its input halo
+    (zeros outside the image and past C) and its dy (zeros past the image's edge); none if
+    not ``live`` (a tile past the split)."""
+    n, p0, q0 = _tile_origin(tile, tiles_img, tiles_q, TILE_H, TILE_W)
+    if INT64:
+        n = n.to(gl.int64)
+    x_img = x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC)  # image strides: multiples of 16 bytes
+    dy_img = dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC)
     mask_c = (cx < c_end)[None, :]
     for chunk in gl.static_range(CHUNKS):
         pix = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
@@ -148,7 +160,7 @@ def conv2d_wgrad_depthwise_halo_kernel(
     first = split * TILES_PER_SPLIT
     count = gl.minimum(TILES_PER_SPLIT, TILES - first)
 
-    # Two buffers of each: halo pixel (hh, ww) of buffer b at row b*CHUNKS*CHUNK + hh*WW + ww.
+    # BUFFERS of each: halo pixel (hh, ww) of buffer b at row b*CHUNKS*CHUNK + hh*WW + ww.
     halo = gl.allocate_shared_memory(DTYPE, [BUFFERS * CHUNKS, CHUNK, BLOCK_C], PLANE)
     dy_tile = gl.allocate_shared_memory(DTYPE, [BUFFERS, TILE, BLOCK_C], PLANE)
     cx = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, XL))
@@ -162,15 +174,8 @@ def conv2d_wgrad_depthwise_halo_kernel(
     # With two buffers, the first two tiles' copies (a tile past the split is not copied: its
     # mask is all off).
     for b in gl.static_range(BUFFERS if BUFFERS > 1 else 0):
-        tile = first + b
-        n = tile // tiles_img
-        if INT64:
-            n = n.to(gl.int64)
-        p0 = (tile % tiles_img) // tiles_q * TILE_H
-        q0 = (tile % tiles_q) * TILE_W
-        _copy_tile(x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC), dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC),
-                   halo, dy_tile, b, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
-                   stride_xh, stride_xw, stride_dp, stride_dq, b < count,
+        _copy_tile(x_ptr, dy_ptr, halo, dy_tile, b, first + b, b < count, tiles_img, tiles_q, H, W, P, Q, c_end, cx,
+                   pad_h, pad_w, stride_xn, stride_xh, stride_xw, stride_dn, stride_dp, stride_dq,
                    U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
 
     halo_rows = halo._reinterpret(DTYPE, [BUFFERS * CHUNKS * CHUNK, BLOCK_C], ROW)
@@ -181,16 +186,10 @@ def conv2d_wgrad_depthwise_halo_kernel(
     for i in range(count):
         buf = i % BUFFERS
         tile = first + i
-        p0 = (tile % tiles_img) // tiles_q * TILE_H
-        q0 = (tile % tiles_q) * TILE_W
+        _, p0, q0 = _tile_origin(tile, tiles_img, tiles_q, TILE_H, TILE_W)
         if BUFFERS == 1:  # copy this tile now and wait for it (other programs hide the wait)
-            n = tile // tiles_img
-            if INT64:
-                n = n.to(gl.int64)
-            _copy_tile(x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC),
-                       dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC),
-                       halo, dy_tile, 0, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
-                       stride_xh, stride_xw, stride_dp, stride_dq, True,
+            _copy_tile(x_ptr, dy_ptr, halo, dy_tile, 0, tile, True, tiles_img, tiles_q, H, W, P, Q, c_end, cx,
+                       pad_h, pad_w, stride_xn, stride_xh, stride_xw, stride_dn, stride_dp, stride_dq,
                        U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
             async_copy.wait_group(0)
         else:
@@ -213,17 +212,9 @@ def conv2d_wgrad_depthwise_halo_kernel(
                             new = new + (accs[r * S + s] + d * xv,)
                     accs = new
         gl.thread_barrier()  # every thread is done with this buffer before it is refilled
-        if BUFFERS > 1:
-            tile = first + i + 2
-            n = tile // tiles_img
-            if INT64:
-                n = n.to(gl.int64)
-            p0 = (tile % tiles_img) // tiles_q * TILE_H
-            q0 = (tile % tiles_q) * TILE_W
-            _copy_tile(x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC),
-                       dy_ptr + gl.multiple_of(n * stride_dn, COPY_VEC),
-                       halo, dy_tile, buf, p0, q0, H, W, P, Q, c_end, cx, pad_h, pad_w,
-                       stride_xh, stride_xw, stride_dp, stride_dq, i + 2 < count,
+        if BUFFERS > 1:  # the tile after next, into the buffer just read
+            _copy_tile(x_ptr, dy_ptr, halo, dy_tile, buf, tile + 2, i + 2 < count, tiles_img, tiles_q, H, W, P, Q,
+                       c_end, cx, pad_h, pad_w, stride_xn, stride_xh, stride_xw, stride_dn, stride_dp, stride_dq,
                        U, V, HH, WW, TILE_H, TILE_W, CHUNK, CHUNKS, COPY_VEC, XL, INT64)
     async_copy.wait_group(0)
 
@@ -313,8 +304,11 @@ def resident_programs(problem: ConvProblem, config: BackwardConfig) -> int:
     reserved a program) and registers (estimated: ~40 a thread beside the accumulators, a
     second register for every other one; sm_90 compiles gave 63 for a 3x3 at one channel a
     thread, 121 for a 7x7, 255 for a 7x7 at two), at most :data:`_MAX_RESIDENT`."""
-    tiling = wgrad_halo_tiling(problem, config)
-    registers = min(255, 40 + 2 * tiling.tap_rows * problem.s * tiling.vec) * 32 * config.num_warps
+    return _resident(problem, wgrad_halo_tiling(problem, config), config.num_warps)
+
+
+def _resident(problem: ConvProblem, tiling: WgradHaloTiling, num_warps: int) -> int:
+    registers = min(255, 40 + 2 * tiling.tap_rows * problem.s * tiling.vec) * 32 * num_warps
     return max(1, min(_MAX_RESIDENT, _SM_SHARED_BYTES // (tiling.shared_bytes(problem) + 1024),
                       _SM_REGISTERS // registers))
 
@@ -324,7 +318,7 @@ def fills_the_gpu(problem: ConvProblem, config: BackwardConfig) -> bool:
     (:func:`resident_programs` on each SM): else its filter rows are better split."""
     tiling = wgrad_halo_tiling(problem, config)
     programs = tiling.tiles(problem) * cdiv(problem.c, tiling.block_c) * (problem.r // tiling.tap_rows)
-    return programs >= _SMS * resident_programs(problem, config)
+    return programs >= _SMS * _resident(problem, tiling, config.num_warps)
 
 
 def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int, int]:
@@ -332,14 +326,17 @@ def halo_wgrad_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int,
     given, else one wave of programs with the channel blocks (:func:`resident_programs` an
     SM), each split at least :data:`MIN_TILES_PER_SPLIT` tiles (its prologue and partial sums
     amortised) and the partial sums' traffic within the inputs' bytes."""
-    tiling = wgrad_halo_tiling(problem, config)
+    return _split(problem, wgrad_halo_tiling(problem, config), config)
+
+
+def _split(problem: ConvProblem, tiling: WgradHaloTiling, config: BackwardConfig) -> tuple[int, int]:
     tiles = tiling.tiles(problem)
     if config.split_k > 0:
         wanted = config.split_k
     else:
         blocks = cdiv(problem.c, tiling.block_c) * (problem.r // tiling.tap_rows)
-        wanted = min(cdiv(_SMS * resident_programs(problem, config), blocks), max(1, tiles // MIN_TILES_PER_SPLIT),
-                     PARTIAL_SUM_FACTOR * splits_within_input_bytes(problem))
+        wanted = min(cdiv(_SMS * _resident(problem, tiling, config.num_warps), blocks),
+                     max(1, tiles // MIN_TILES_PER_SPLIT), PARTIAL_SUM_FACTOR * splits_within_input_bytes(problem))
     per_split = cdiv(tiles, max(1, min(wanted, tiles)))
     return per_split, cdiv(tiles, per_split)
 
@@ -361,15 +358,14 @@ def launch_wgrad_depthwise_halo(
         grad = grad.contiguous(memory_format=torch.channels_last)
     if not _copyable(x, problem.itemsize):
         x = x.contiguous(memory_format=torch.channels_last)
-    per_split, split = halo_wgrad_split(problem, config)
-    tiles = tiling.tiles(problem)
+    per_split, split = _split(problem, tiling, config)
     # [split, C, 1, R, S]: taps contiguous, as wgrad_finish_kernel reads (C/g = 1).
     out = scratch((split, problem.k, 1, problem.r, problem.s), torch.float32, grad_weight.device)
     launch(conv2d_wgrad_depthwise_halo_kernel, (split, cdiv(problem.c, tiling.block_c), problem.r // tiling.tap_rows),
         grad, x, out, problem.h, problem.w, problem.out_h, problem.out_w, problem.c,
         problem.padding[0], problem.padding[1],
         grad.stride(0), grad.stride(2), grad.stride(3), x.stride(0), x.stride(2), x.stride(3),
-        out.stride(0), out.stride(1), tiles, per_split,
+        out.stride(0), out.stride(1), tiling.tiles(problem), per_split,
         S=problem.s, U=problem.stride[0], V=problem.stride[1],
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
