@@ -45,7 +45,7 @@ from ..problem import ConvProblem
 from .config import BackwardConfig, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
-from .launch import halo_pixel_tile, window
+from .launch import describable, halo_pixel_tile, window
 from .wgrad import splits_within_input_bytes, sum_splits
 
 # The accumulators: TAP_ROWS*S*VEC fp32 registers a thread (a 7x7 at 2 channels a thread: 98).
@@ -294,11 +294,6 @@ def wgrad_halo_unsupported_reason(problem: ConvProblem) -> str | None:
     return None
 
 
-def _copyable(t: torch.Tensor, itemsize: int) -> bool:
-    """Channels contiguous and image and pixel strides multiples of 16 bytes (an NCHW-shaped tensor)."""
-    return t.stride(1) == 1 and all((st * itemsize) % 16 == 0 for st in (t.stride(0), t.stride(2), t.stride(3)))
-
-
 def resident_programs(problem: ConvProblem, config: BackwardConfig) -> int:
     """About how many programs of ``config`` an SM holds at once: its shared memory (and 1 KB
     reserved a program) and registers (estimated: ~40 a thread beside the accumulators, a
@@ -348,15 +343,15 @@ def launch_wgrad_depthwise_halo(
     """``grad_weight`` = the depthwise wgrad of ``grad`` and ``x`` by
     :func:`conv2d_wgrad_depthwise_halo_kernel`: fp32 partial sums a split, summed by
     :func:`.wgrad.sum_splits`. A tensor the 16-byte copies cannot read (channels not
-    contiguous, a pixel stride not a multiple of 16 bytes: a sliced view) is copied to
-    channels_last first. Returns the number of splits."""
+    contiguous, a stride or its start not a multiple of 16 bytes: a sliced view) is copied
+    to channels_last first. Returns the number of splits."""
     tiling = wgrad_halo_tiling(problem, config)
     if tiling.shared_bytes(problem) > MAX_SHARED_BYTES:
         raise ValueError(f"config {config}: the halo wgrad's buffers need {tiling.shared_bytes(problem)} bytes of "
                          f"shared memory, more than {MAX_SHARED_BYTES}")
-    if not _copyable(grad, problem.itemsize):
+    if not describable(grad.permute(0, 2, 3, 1), problem.itemsize):
         grad = grad.contiguous(memory_format=torch.channels_last)
-    if not _copyable(x, problem.itemsize):
+    if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
         x = x.contiguous(memory_format=torch.channels_last)
     per_split, split = _split(problem, tiling, config)
     # [split, C, 1, R, S]: taps contiguous, as wgrad_finish_kernel reads (C/g = 1).
