@@ -16,6 +16,7 @@
 #   bash benchmarks/record.sh ws         implicit_gemm_ws: its GPU tests, then resnet50 and seed fp16 NHWC
 #                                        (heuristics, then tuned)
 #   bash benchmarks/record.sh ws-tf32    resnet50 and seed TF32 NHWC, heuristics then tuned
+#   bash benchmarks/record.sh split      gemm_1x1's split-K: its GPU tests, probe.py split, resnet50 TF32 NHWC tuned
 #   bash benchmarks/record.sh ws-tuned   resnet50 and seed fp16 NHWC tuned; then ping-pong's GPU tests and
 #                                        a seed000 probe, time-boxed
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
@@ -219,6 +220,17 @@ ws-tuned)
     resnet50_seed_tuned
     TAILN=4 step tests-pingpong 60 python -m pytest -q -p no:cacheprovider -n 4 tests/test_conv2d.py -k "pp and implicit_gemm_ws"
     TAILN=12 step probe-pingpong 60 python benchmarks/probe.py ws pingpong seed000
+    ;;
+split)
+    # gemm_1x1's split-K: its GPU tests, benchmarks/probe.py split (every config against cuDNN), then
+    # resnet50 TF32 NHWC tuned and benched (issue 8's row of record).
+    TAILN=4 step tests-split 240 python -m pytest -q -p no:cacheprovider -n 8 -k "${TESTS:-gemm_1x1 or split_k}" \
+        tests/test_conv2d.py tests/test_call_plans.py tests/test_tuning.py
+    TAILN=40 step probe-split 200 python benchmarks/probe.py split
+    TAILN=2 step tune-r50-tf32 150 python -m tileconv tune --suite resnet50 --dtype tf32
+    save
+    TAILN=3 step r50-tf32 60 python -m tileconv bench --suite resnet50 --dtype tf32 --json "$R/resnet50-tf32-nhwc.json"
+    save
     ;;
 ws-tf32)
     for suite in resnet50 seed; do
