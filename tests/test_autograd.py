@@ -216,8 +216,11 @@ def _backward_case(geometry, dtype, layout, device, seed, view=False):
         x = x[..., 1:]
     weight = weight.to(dtype=dtype, device=device)
     problem = tileconv.problem_from_arguments(x, weight, None, stride, padding, dilation, groups)
-    grad = torch.randn(problem.output_shape, generator=gen).to(dtype=dtype, device=device)
+    grad_shape = problem.output_shape[:3] + (problem.output_shape[3] + (1 if view else 0),)
+    grad = torch.randn(grad_shape, generator=gen).to(dtype=dtype, device=device)
     grad = grad.contiguous(memory_format=fmt)
+    if view:  # the upstream gradient a strided view too (wgrad decodes its pixels, no DY_FLAT)
+        grad = grad[..., 1:]
     x64, w64 = x.detach().cpu().double().requires_grad_(), weight.detach().cpu().double().requires_grad_()
     F.conv2d(x64, w64, None, stride, padding, dilation, groups).backward(grad.cpu().double())
     return problem, x, weight, grad, x64.grad, w64.grad

@@ -197,7 +197,7 @@ def launch_gemm_1x1(
         _finish_split_k(problem, workspace, bias, residual, out, config.split_k)
         return compiled
     return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, ws_ptr=out,
-                  **constexprs)
+                  **constexprs, SPLIT_K=1)
 
 
 def _tma_gemm_arguments(
