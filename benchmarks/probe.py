@@ -10,7 +10,6 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
     python3 benchmarks/probe.py ws       # implicit_gemm_ws (Gluon, warp-specialized) on the dense rows, fp16 and TF32
     python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
-    python3 benchmarks/probe.py split    # gemm_1x1 with split-K on ResNet-50's small 1x1 rows, fp16 and TF32
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -202,23 +201,6 @@ elif mode == "ws":
             algo, hc = select(p)
             bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
             bench_problem(f"{name} {dt} ws", p, [c if dt == "fp16" else _replace(c, block_k=32) for c in ws], "implicit_gemm_ws")
-elif mode == "split":
-    # gemm_1x1 with split-K (grid axis 1 over the channel steps, then the split-K epilogue) against
-    # its one-program-a-tile forms, the heuristics' choice and cuDNN: ResNet-50's 1x1 stride-1 rows
-    # whose 128x128 tiles leave the GPU short (52-196 tiles for 132 SMs), fp16 and TF32 NHWC.
-    from dataclasses import replace as _replace
-    names = ("r50 c2048 hw7 k512 1x1/1", "r50 c1024 hw14 k256 1x1/1", "r50 c1024 hw14 k512 1x1/1",
-             "r50 c512 hw7 k2048 1x1/1", "r50 c512 hw28 k128 1x1/1", "r50 c256 hw14 k1024 1x1/1")
-    cases = {c.name: c for c in get_suite("resnet50")}
-    for dt in ("fp16", "tf32"):
-        bk = 64 if dt == "fp16" else 32
-        cfgs = [C(128,128,bk,8,4,4,persistent=1), C(64,128,bk,8,4,5), C(128,128,bk,8,4,4)]
-        cfgs += [C(bm,bn,bk,8,4,st,split_k=k) for (bm,bn,st) in ((128,128,4),(64,128,5)) for k in (2,4)]
-        for name in names:
-            p = cases[name].problem(torch.float32 if dt == "tf32" else torch.float16, "nhwc", allow_tf32=dt == "tf32")
-            algo, hc = select(p)
-            bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
-            bench_problem(f"{name} {dt} gemm_1x1", p, cfgs, "gemm_1x1")
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
     # suite's rows up to 7x7 (fp16 NHWC; a second argument, comma-separated, picks rows whose name

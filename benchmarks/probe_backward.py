@@ -4,8 +4,6 @@
 
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
-    python3 benchmarks/probe_backward.py wgrad --dy-flat  # every ResNet-50 row, heuristics and two tiles,
-                                                          # each with dy's pixels decoded (DY_FLAT off) and flat
     python3 benchmarks/probe_backward.py dw-random [N]    # N random depthwise problems: every backward
                                                           # algorithm's wgrad (and auto's dgrad) vs float64
     python3 benchmarks/probe_backward.py dw-host          # the depthwise suite's auto dgrad and wgrad:
@@ -200,26 +198,6 @@ if gradient == "dw-wgrad":
         rows = [a[len("--rows="):] for a in sys.argv if a.startswith("--rows=")]
         if (case.r <= 7 or "--all" in sys.argv) and (not rows or any(r in case.name for r in rows[0].split(","))):
             probe_depthwise(case.name, case.problem(torch.float16, "nhwc"))
-    sys.exit(0)
-if "--dy-flat" in sys.argv:
-    # The dense wgrad kernel with DY_FLAT forced off (dy's (n, p, q) decoded per pixel, as before
-    # it) against the launcher's choice, on every ResNet-50 row: the launch is intercepted.
-    import tileconv.kernels.wgrad as wgrad_module
-
-    plain_launch, state = wgrad_module.launch, {"off": False}
-
-    def launch_with_switch(kernel, grid, *args, **kwargs):
-        if state["off"] and kernel is wgrad_module.conv2d_wgrad_kernel:
-            kwargs["DY_FLAT"] = False
-        return plain_launch(kernel, grid, *args, **kwargs)
-
-    wgrad_module.launch = launch_with_switch
-    CONFIGS = [None, B(128, 128, 64, 0, 4, 3), B(128, 128, 64, 0, 8, 3)]
-    for case in get_suite("resnet50"):
-        for off in (True, False):
-            state["off"] = off
-            print(f"DY_FLAT {'off' if off else 'on '}", end=" ", flush=True)
-            probe(case.name, case.problem(torch.float16, "nhwc"))
     sys.exit(0)
 for case in get_suite("resnet50"):
     if case.name in ROWS:

@@ -16,9 +16,6 @@
 #   bash benchmarks/record.sh ws         implicit_gemm_ws: its GPU tests, then resnet50 and seed fp16 NHWC
 #                                        (heuristics, then tuned)
 #   bash benchmarks/record.sh ws-tf32    resnet50 and seed TF32 NHWC, heuristics then tuned
-#   bash benchmarks/record.sh split      gemm_1x1's split-K: its GPU tests, probe.py split, resnet50 TF32 NHWC tuned
-#   bash benchmarks/record.sh wgrad-flat the dense wgrad's DY_FLAT: backward GPU tests, probe_backward.py wgrad
-#                                        --dy-flat, resnet50 wgrad (heuristics, tune --pass wgrad, tuned)
 #   bash benchmarks/record.sh ws-tuned   resnet50 and seed fp16 NHWC tuned; then ping-pong's GPU tests and
 #                                        a seed000 probe, time-boxed
 #   bash benchmarks/record.sh direct     depthwise, grouped, seed003: heuristics, then tuned (NCU="case" adds
@@ -222,30 +219,6 @@ ws-tuned)
     resnet50_seed_tuned
     TAILN=4 step tests-pingpong 60 python -m pytest -q -p no:cacheprovider -n 4 tests/test_conv2d.py -k "pp and implicit_gemm_ws"
     TAILN=12 step probe-pingpong 60 python benchmarks/probe.py ws pingpong seed000
-    ;;
-split)
-    # gemm_1x1's split-K: its GPU tests, benchmarks/probe.py split (every config against cuDNN), then
-    # resnet50 TF32 NHWC tuned and benched (issue 8's row of record).
-    TAILN=4 step tests-split 240 python -m pytest -q -p no:cacheprovider -n 8 -k "${TESTS:-gemm_1x1 or split_k}" \
-        tests/test_conv2d.py tests/test_call_plans.py tests/test_tuning.py
-    TAILN=40 step probe-split 200 python benchmarks/probe.py split
-    TAILN=2 step tune-r50-tf32 150 python -m tileconv tune --suite resnet50 --dtype tf32
-    save
-    TAILN=3 step r50-tf32 60 python -m tileconv bench --suite resnet50 --dtype tf32 --json "$R/resnet50-tf32-nhwc.json"
-    save
-    ;;
-wgrad-flat)
-    # The dense wgrad's DY_FLAT: backward GPU tests, probe_backward.py wgrad --dy-flat (each row with and
-    # without it, cuDNN beside), then resnet50 wgrad heuristics, tune --pass wgrad, tuned (issue 6's row).
-    TAILN=4 step tests-bwd 240 python -m pytest -q -p no:cacheprovider -n 8 -k "${TESTS:-pinned or implicit_gemm or tune}" \
-        tests/test_autograd.py tests/test_tune_backward.py
-    TAILN=100 step probe-dy-flat 240 python benchmarks/probe_backward.py wgrad --dy-flat
-    TAILN=3 step r50-wgrad-heuristics 60 python -m tileconv bench --suite resnet50 --pass wgrad \
-        --json "$R/resnet50-float16-nhwc-wgrad-heuristics.json"
-    TAILN=2 step tune-wgrad 150 python -m tileconv tune --suite resnet50 --pass wgrad
-    save
-    TAILN=3 step r50-wgrad 60 python -m tileconv bench --suite resnet50 --pass wgrad --json "$R/resnet50-float16-nhwc-wgrad.json"
-    save
     ;;
 ws-tf32)
     for suite in resnet50 seed; do

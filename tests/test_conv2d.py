@@ -369,15 +369,6 @@ CONFIG_CASES = [
          algo="gemm_1x1", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
     Case(2, 12, 4, 3, 20, 1, 1, dtype="fp32", layout="nhwc", bias=True,
          algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2)),
-    # ... split-K: 3 channel steps (C = 40 in 16-wide steps, the last one a tail) shared by 2
-    # programs a tile (2 + 1), then by 4 (one share empty: its partial tile is zeros), each
-    # partial tile summed with the epilogue after; M, N tails.
-    Case(2, 40, 5, 7, 24, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
-         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2, split_k=2)),
-    Case(1, 40, 3, 5, 20, 1, 1, dtype="fp32", layout="nhwc", activation="silu",
-         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2, split_k=4)),
-    Case(2, 48, 3, 3, 16, 1, 1, dtype="bf16", layout="nhwc", bias=True,
-         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2, split_k=3)),
     # ... its persistent form: 3 programs walk 5 x 3 tiles (M = 70, K = 40 in 16-wide tiles:
     # tails on both), each stored by TMA, clipped at the edges; bf16 with the whole epilogue.
     Case(2, 24, 5, 7, 40, 1, 1, dtype="bf16", layout="nhwc", bias=True, residual=True, activation="relu",

@@ -28,7 +28,6 @@ and the teaching kernels (the seed's ladder), never.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -266,18 +265,10 @@ def gemm_candidates(
     return list(dict.fromkeys(ranked[:1] + split + ranked[1:]))
 
 
-# Split-K is tried where a dense problem's 128x128 tiles leave the GPU short: fewer tiles
-# than SMs, or a last wave less than SPLIT_K_MAX_WAVE_FILL full (196 tiles on 132 SMs:
-# 0.74); its reduction must have at least SPLIT_K_MIN_STEPS steps a split.
+# Split-K is tried where a dense problem has fewer 128x128 tiles than SMs and a reduction
+# of at least this many steps; each split keeps at least SPLIT_K_MIN_STEPS of them.
 SPLIT_K_MIN_STEPS = 4
-SPLIT_K_MAX_WAVE_FILL = 0.8
 _SPLIT_K_BASE: tuple[tuple[int, int, int, int, int], ...] = ((64, 128, 64, 4, 4), (128, 128, 64, 8, 4))
-
-
-def wave_fill(tiles: int, slots: int) -> float:
-    """The fraction of ``slots`` programs at a time that ``tiles`` programs keep busy over
-    their waves (1.0: whole waves)."""
-    return tiles / (triton.cdiv(tiles, slots) * slots)
 
 
 def _split_k_candidates(problem: ConvProblem, start: LaunchConfig, limits: DeviceLimits) -> list[LaunchConfig]:
@@ -286,12 +277,10 @@ def _split_k_candidates(problem: ConvProblem, start: LaunchConfig, limits: Devic
     if problem.groups != 1 or start.fuse_sc:
         return []
     tiles = triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.gemm_n, 128)
-    if tiles >= limits.num_sms and wave_fill(tiles, limits.num_sms) >= SPLIT_K_MAX_WAVE_FILL:
-        return []
     configs = []
     for base in _SPLIT_K_BASE:
         config = _fit_gemm(problem, start, base, limits)
-        if config is None:
+        if config is None or tiles >= limits.num_sms:
             continue
         steps = reduction_steps(problem, config.fuse_sc, config.block_k)
         configs += [replace(config, split_k=k) for k in (2, 4) if steps // k >= SPLIT_K_MIN_STEPS]
@@ -303,18 +292,14 @@ def implicit_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None =
 
 
 def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
-    """The implicit GEMM's tiles, each without split-K also in the persistent form where its
-    output tile fits beside the ring (the persistent ones first: they won ResNet-50's 1x1
-    rows on an H200); its split-K configs (where tiles leave the GPU short) take turns with
-    the persistent ones, so that a cut list keeps both; the heuristics' config first of all.
-    Every one fits the device's shared memory."""
+    """The implicit GEMM's tiles without split-K (the TMA kernel has none), each also in the
+    persistent form where its output tile fits beside the ring (the persistent ones first:
+    they won ResNet-50's 1x1 rows on an H200); the heuristics' config first of all. Every
+    one fits the device's shared memory."""
     limits = limits or DeviceLimits()
-    configs = gemm_candidates(problem, limits, "implicit_gemm")
-    tiles = [config for config in configs if config.split_k == 1]
-    split = [config for config in configs if config.split_k > 1]
+    tiles = [config for config in gemm_candidates(problem, limits, "implicit_gemm") if config.split_k == 1]
     persistent = [replace(config, persistent=1) for config in tiles]
-    turns = [config for pair in itertools.zip_longest(persistent, split) for config in pair if config is not None]
-    return list(dict.fromkeys(config for config in [default_config(problem, "gemm_1x1"), *turns, *tiles]
+    return list(dict.fromkeys(config for config in [default_config(problem, "gemm_1x1"), *persistent, *tiles]
                               if tma_rows_shared_memory(problem, config) <= limits.bulk_copy_budget))
 
 

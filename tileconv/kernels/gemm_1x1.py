@@ -8,11 +8,6 @@ The implicit-GEMM kernel gathers its A tile with per-element address arithmetic 
 (cp.async); here both operand tiles are one bulk copy each, described once on the host
 (``TensorDescriptor``), and out-of-bounds reads (the M, N and C tails) come back as zeros
 from the copy engine. The epilogue is the shared one (bias, residual, activation).
-With ``SPLIT_K`` > 1 (grid axis 1) each program walks one contiguous share of the channel
-steps and writes its fp32 partial tile to a workspace; the implicit GEMM's
-``splitk_epilogue_kernel`` then sums the shares in a fixed order and runs the epilogue.
-That is for the layers whose output is a fraction of a wave of tiles over a long
-reduction (ResNet-50's c2048 hw7 k512: 52 tiles of 128x128 for 132 SMs, C = 2048).
 1x1 convolutions are ResNet-50's most frequent layers and its furthest behind cuDNN
 (benchmarks/NOTES.md). ``conv1x1_tma_persistent_kernel`` is the persistent form: one program
 an SM, the tile and reduction loops flattened so that the next tile's copies are in flight
@@ -38,20 +33,12 @@ def conv1x1_tma_kernel(
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
-    ws_ptr,  # split-K only: fp32 partial sums [SPLIT_K, M, K] (written; else never touched)
-    SPLIT_K: tl.constexpr = 1,
 ):
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(K, BLOCK_N)
     pid_m, pid_n = swizzle_tile(tl.program_id(0), num_m, num_n, GROUP_M)
-    steps = tl.cdiv(C, BLOCK_K)
-    first = 0
-    if SPLIT_K > 1:  # this program's share of the channel steps (a share may be empty)
-        per_split = tl.cdiv(steps, SPLIT_K)
-        first = tl.program_id(1) * per_split
-        steps = tl.minimum(steps, first + per_split)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(first, steps):
+    for k0 in range(0, tl.cdiv(C, BLOCK_K)):
         a = a_desc.load([pid_m * BLOCK_M, k0 * BLOCK_K])
         b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
         acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
@@ -60,10 +47,6 @@ def conv1x1_tma_kernel(
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if INT64:
         offs_m = offs_m.to(tl.int64)
-    if SPLIT_K > 1:  # partial sums only: splitk_epilogue_kernel runs the epilogue once all are in
-        ws_offs = (tl.program_id(1).to(tl.int64) * M + offs_m)[:, None] * K + offs_n[None, :]
-        tl.store(ws_ptr + ws_offs, acc, mask=(offs_m < M)[:, None] & (offs_n < K)[None, :])
-        return
     n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, offs_m < M, offs_n, offs_n < K,

@@ -118,21 +118,12 @@ def launch_implicit_gemm(
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if split_k > 1:
-        _finish_split_k(problem, workspace, bias, residual, out, split_k)
+        pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+        launch(splitk_epilogue_kernel, (cdiv(problem.gemm_m, SPLIT_K_EPILOGUE_TILE), cdiv(problem.k, SPLIT_K_EPILOGUE_TILE)),
+               workspace, *pointers, problem.gemm_m, problem.k, problem.out_h, problem.out_w, *epilogue_strides,
+               **epilogue, SPLIT_K=split_k,
+               BLOCK_M=SPLIT_K_EPILOGUE_TILE, BLOCK_N=SPLIT_K_EPILOGUE_TILE, num_warps=4)
     return compiled
-
-
-def _finish_split_k(
-    problem: ConvProblem, workspace: torch.Tensor, bias: torch.Tensor | None, residual: torch.Tensor | None,
-    out: torch.Tensor, split_k: int,
-) -> None:
-    """Sum a dense problem's ``split_k`` fp32 partial outputs ([split_k, N*P*Q, K]) in a fixed
-    order and apply the epilogue into ``out``: the second launch of every split-K forward."""
-    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    launch(splitk_epilogue_kernel, (cdiv(problem.gemm_m, SPLIT_K_EPILOGUE_TILE), cdiv(problem.k, SPLIT_K_EPILOGUE_TILE)),
-           workspace, *pointers, problem.gemm_m, problem.k, problem.out_h, problem.out_w, *epilogue_strides,
-           **epilogue, SPLIT_K=split_k,
-           BLOCK_M=SPLIT_K_EPILOGUE_TILE, BLOCK_N=SPLIT_K_EPILOGUE_TILE, num_warps=4)
 
 
 def _plain_gemm_reason(problem: ConvProblem) -> str | None:
@@ -169,12 +160,10 @@ def launch_gemm_1x1(
 ):
     """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input; with
     ``config.persistent`` and a channels_last output, :func:`conv1x1_tma_persistent_kernel`
-    on one program an SM; with ``config.split_k`` > 1, ``split_k`` programs a tile, each over
-    a share of the channels, then the split-K epilogue. A tensor whose start is not 16-byte
-    aligned (a sliced view) cannot be described for the copy engine; it runs on the implicit
-    GEMM instead, with the same result."""
-    if config.split_k > 1 and config.persistent:
-        raise ValueError(f"config {config}: gemm_1x1's persistent form has no split-K (use persistent=0)")
+    on one program an SM. A tensor whose start is not 16-byte aligned (a sliced view) cannot
+    be described for the copy engine; it runs on the implicit GEMM instead, with the same result."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
     b2d = weight.reshape(problem.k, problem.c)
     if not (describable(a2d, problem.itemsize) and describable(b2d, problem.itemsize)):
@@ -190,14 +179,7 @@ def launch_gemm_1x1(
         out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
                       a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], **constexprs)
-    if config.split_k > 1:
-        workspace = scratch((config.split_k, problem.gemm_m, problem.k), torch.float32, out.device)
-        compiled = launch(conv1x1_tma_kernel, (tiles, config.split_k), a_desc, b_desc, *pointers, *sizes,
-                          *epilogue_strides, ws_ptr=workspace, **constexprs, SPLIT_K=config.split_k)
-        _finish_split_k(problem, workspace, bias, residual, out, config.split_k)
-        return compiled
-    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, ws_ptr=out,
-                  **constexprs, SPLIT_K=1)
+    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, **constexprs)
 
 
 def _tma_gemm_arguments(

@@ -76,10 +76,6 @@ def conv2d_wgrad_kernel(
     # 1x1, stride 1, no padding, and both tensors dense over (n, h, w) (stride_n = H*stride_h,
     # stride_h = W*stride_w): pixel m sits at m * stride_w in both, no decoding, no halo.
     FLAT: tl.constexpr = False,
-    # dy dense over (n, p, q) (stride_dn = P*stride_dp, stride_dp = Q*stride_dq: a channels_last
-    # or NCHW-contiguous gradient): dy's pixel m sits at m * stride_dq, so the A tile needs no
-    # (n, p, q); only the input gather decodes its pixels.
-    DY_FLAT: tl.constexpr = False,
 ):
     L = pixel_count(N, P, Q, INT64)
     T = C_PER_GROUP * R * S
@@ -136,11 +132,8 @@ def conv2d_wgrad_kernel(
         else:
             ih0 = p * stride_h - pad_h
             iw0 = q * stride_w - pad_w
-            if DY_FLAT:
-                a = tl.load(dy_col + (m * stride_dq)[None, :], mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
-            else:
-                a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
-                            mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
+            a = tl.load(dy_col + (n_idx * stride_dn + p * stride_dp + q * stride_dq)[None, :],
+                        mask=mask_k[:, None] & mask_pix[None, :], other=0.0)
             if TAP_TILE:
                 ih = ih0 + dh0
                 iw = iw0 + dw0
@@ -386,7 +379,7 @@ def launch_wgrad_implicit_gemm(
         **dot_constexprs(problem),
         INT64=needs_int64(problem),
         TAP_TILE=problem.c_per_group % config.block_n == 0,
-        FLAT=_flat_pixels(problem, grad, x), DY_FLAT=_dense_pixels(grad) and problem.out_w > 1,
+        FLAT=_flat_pixels(problem, grad, x),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if not direct:
