@@ -219,7 +219,7 @@ def _backward_case(geometry, dtype, layout, device, seed, view=False):
     grad_shape = problem.output_shape[:3] + (problem.output_shape[3] + (1 if view else 0),)
     grad = torch.randn(grad_shape, generator=gen).to(dtype=dtype, device=device)
     grad = grad.contiguous(memory_format=fmt)
-    if view:  # the upstream gradient a strided view too (wgrad decodes its pixels, no DY_FLAT)
+    if view:  # the upstream gradient a strided view too: the kernels address its pixels through its strides
         grad = grad[..., 1:]
     x64, w64 = x.detach().cpu().double().requires_grad_(), weight.detach().cpu().double().requires_grad_()
     F.conv2d(x64, w64, None, stride, padding, dilation, groups).backward(grad.cpu().double())
