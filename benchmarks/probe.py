@@ -9,6 +9,8 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py unroll   # the CUDA-core depthwise/direct kernels: tap unrolling x register caps
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
     python3 benchmarks/probe.py ws       # implicit_gemm_ws (Gluon, warp-specialized) on the dense rows, fp16 and TF32
+    python3 benchmarks/probe.py waves    # 3x3 and 1x1 rows at batch sizes of 0.74 to 2 waves of tiles: per-SM or chip-bound?
+    python3 benchmarks/probe.py streamk  # stream-K forms of implicit_gemm_ws and gemm_1x1 on ResNet-50's rows, fp16 and TF32
     python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
@@ -201,6 +203,56 @@ elif mode == "ws":
             algo, hc = select(p)
             bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
             bench_problem(f"{name} {dt} ws", p, [c if dt == "fp16" else _replace(c, block_k=32) for c in ws], "implicit_gemm_ws")
+elif mode == "waves":
+    # Is a row short of tiles bound per SM or by the whole chip? The same layers at batch sizes that
+    # give 0.74, 1.0, 1.5 and 2 waves of 128x128 tiles on 132 SMs, one pinned config each: if time
+    # stays flat from 0.74 to 1.0 waves, the SMs left idle are lost work (stream-K would win it back);
+    # if it grows with the batch, the chip's L2 or memory bandwidth is the bound.
+    from dataclasses import replace as _replace
+    from tileconv.problem import ConvProblem
+    rows = [((256, 14, 256, 3, 1), "implicit_gemm_ws", (24, 32, 43, 64, 86)),
+            ((128, 28, 128, 3, 1), "implicit_gemm_ws", (16, 22, 32, 43)),
+            ((128, 28, 128, 3, 1), "implicit_gemm", (16, 22, 32, 43)),
+            ((1024, 14, 512, 1, 1), "gemm_1x1", (22, 32, 43, 64))]
+    for dt in ("fp16", "tf32"):
+        for (c, hw, k, rs, st), algo, batches in rows:
+            for n in batches:
+                p = ConvProblem(n, c, hw, hw, k, rs, rs, (st, st), (rs // 2, rs // 2),
+                                dtype=torch.float32 if dt == "tf32" else torch.float16, layout="nhwc", allow_tf32=dt == "tf32")
+                bk = 64 if dt == "fp16" else 32
+                cfg = C(128, 128, bk, 8, 8 if algo == "implicit_gemm_ws" else 4, 4, persistent=1 if algo == "gemm_1x1" else 0)
+                tiles = -(-p.gemm_m // 128) * -(-k // 128)
+                bench_problem(f"{dt} c{c} hw{hw} k{k} {rs}x{rs} n{n} {algo} tiles {tiles} waves {tiles / 132:.2f}", p, [cfg], algo)
+    sys.exit(0)
+elif mode == "streamk":
+    # Stream-K (the last one to two rounds of tiles shared evenly among the SMs) on ResNet-50's rows,
+    # fp16 and TF32 NHWC: the heuristics' pick, the same with stream-K where its kernel has it, and
+    # stream-K candidates of implicit_gemm_ws (every 3x3 and strided row) and of gemm_1x1's
+    # persistent form (1x1 stride 1). A second argument picks the rows whose name contains it.
+    from dataclasses import replace as _replace
+    for dt in ("fp16", "tf32"):
+        bk = 64 if dt == "fp16" else 32
+        for c in get_suite("resnet50")[1:]:
+            if len(sys.argv) > 2 and sys.argv[2] not in c.name:
+                continue
+            p = c.problem(torch.float32 if dt == "tf32" else torch.float16, "nhwc")
+            if dt == "tf32":
+                p = _replace(p, allow_tf32=True)
+            algo, hc = select(p)
+            bench_problem(f"{c.name} {dt} {algo.name}", p, [hc], algo.name)
+            if p.r * p.s == 1 and p.stride == (1, 1):
+                cands = [C(128, 128, bk, 8, 4, 4, persistent=1, stream_k=1), C(128, 256, bk, 8, 8, 3, persistent=1, stream_k=1),
+                         C(128, 64, bk, 8, 4, 4, persistent=1, stream_k=1), C(256, 128, bk, 8, 8, 3, persistent=1, stream_k=1)]
+                if algo.name == "gemm_1x1" and hc.persistent:
+                    cands.insert(0, _replace(hc, stream_k=1))
+                bench_problem(f"{c.name} {dt} gemm_1x1 stream-k", p, cands, "gemm_1x1")
+            else:
+                cands = [C(128, 128, bk, 8, 8, 4, stream_k=1), C(128, 128, bk, 8, 4, 4, stream_k=1),
+                         C(128, 256, bk, 8, 8, 3, stream_k=1), C(64, 128, bk, 8, 4, 5, stream_k=1)]
+                if algo.name == "implicit_gemm_ws" and not hc.pingpong:
+                    cands.insert(0, _replace(hc, stream_k=1))
+                bench_problem(f"{c.name} {dt} ws stream-k", p, cands, "implicit_gemm_ws")
+    sys.exit(0)
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
     # suite's rows up to 7x7 (fp16 NHWC; a second argument, comma-separated, picks rows whose name

@@ -164,3 +164,75 @@ def epilogue_at(
     if HAS_RESIDUAL:
         acc += tl.load(res_ptr + res_offs, mask=mask, other=0.0).to(tl.float32)
     return apply_activation(acc, ACTIVATION, alpha, beta)
+
+
+# Stream-K (Osama et al., "Stream-K: Work-centric Parallel Decomposition for Dense Matrix
+# Multiplication on the GPU", 2023) for the persistent kernels. A problem of T output tiles of
+# `steps` reduction steps each, on G programs (one an SM): whole tiles go round-robin while at
+# least two full rounds remain ("data-parallel" tiles); the last one to two rounds' worth of
+# tiles is cut into T_sk * steps iterations shared evenly, so every program ends at the same
+# time instead of a last wave leaving SMs idle (ResNet-50's 14-wide 3x3 layer at batch 32: 98
+# tiles of 128x128 on 132 SMs ran as long as 132 tiles, benchmarks/NOTES.md session 17). The
+# host makes the split (kernels.launch.stream_k_split) and passes the data-parallel tile count and
+# the stream-K iteration count; a program's share is [start(p), start(p + 1)). A tile
+# whose iterations fall to several programs is a "partial" tile: each of them writes its fp32
+# partial sum, counts its arrival on the tile's semaphore, and the last to arrive adds the
+# partial sums in program order (the same order whoever is last: deterministic), runs the
+# epilogue and resets the semaphore to zero for the next launch. Nobody waits for anybody.
+@triton.jit
+def stream_k_start(program, sk_iters, programs):
+    """The first stream-K iteration of ``program`` (its share ends where the next program's
+    starts): floor(program * sk_iters / programs), in int64 (a large filter's iteration count
+    times the SM count passes 2**31)."""
+    return (tl.cast(program, tl.int64) * sk_iters // programs).to(tl.int32)
+
+
+@triton.jit
+def stream_k_owner(iteration, sk_iters, programs):
+    """The program whose share holds stream-K ``iteration``: the largest p with
+    stream_k_start(p) <= iteration."""
+    return (((tl.cast(iteration, tl.int64) + 1) * programs - 1) // sk_iters).to(tl.int32)
+
+
+@triton.jit
+def stream_k_slot(program, t, steps, sk_iters, programs):
+    """Where ``program`` keeps its partial sum of stream-K tile ``t``: two slots a program,
+    0 for the tile its share starts in, 1 for the tile it ends in (a share holds at most
+    these two partial tiles; the tiles between them are whole)."""
+    first_tile = stream_k_start(program, sk_iters, programs) // steps
+    return program * 2 + tl.where(first_tile == t, 0, 1)
+
+
+@triton.jit
+def stream_k_fixup(
+    acc,  # [BLOCK_M, BLOCK_N] fp32: this program's partial sum of tile t
+    offs,  # [BLOCK_M, BLOCK_N] int32: each element's offset in a partial-sum slot (any layout, the same in every program)
+    partials_ptr,  # fp32 [2 * programs, BLOCK_M * BLOCK_N]: the partial-sum slots
+    semaphores_ptr,  # int32, zero at launch: arrivals per stream-K tile (left zero)
+    t,  # the stream-K tile (0 = the first tile after the data-parallel ones)
+    program, programs, steps, sk_iters,
+    TILE: tl.constexpr,  # BLOCK_M * BLOCK_N
+):
+    """Hand in this program's partial sum of tile ``t``; returns (finished, total): whether
+    this program arrived last, and then the tile's whole sum (the partial sums added in
+    program order), for the caller's epilogue. Otherwise ``total`` is ``acc`` and the
+    caller stores nothing."""
+    slot = stream_k_slot(program, t, steps, sk_iters, programs)
+    tl.store(partials_ptr + tl.cast(slot, tl.int64) * TILE + offs, acc)
+    # Every thread's part of the partial sum is written before one thread counts the arrival
+    # (release, GPU scope: cooperative groups' grid barrier is built the same way).
+    tl.debug_barrier()
+    first = stream_k_owner(t * steps, sk_iters, programs)
+    last = stream_k_owner(t * steps + steps - 1, sk_iters, programs)
+    arrived = tl.atomic_add(semaphores_ptr + t, 1, sem="acq_rel", scope="gpu")
+    finished = arrived == last - first
+    total = acc
+    if finished:
+        tl.atomic_xchg(semaphores_ptr + t, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+        # .cg: read at L2, where the other SMs' writes are (L1 is not coherent).
+        slot = stream_k_slot(first, t, steps, sk_iters, programs)
+        total = tl.load(partials_ptr + slot.to(tl.int64) * TILE + offs, cache_modifier=".cg")
+        for q in range(first + 1, last + 1):
+            slot = stream_k_slot(q, t, steps, sk_iters, programs)
+            total += tl.load(partials_ptr + slot.to(tl.int64) * TILE + offs, cache_modifier=".cg")
+    return finished, total
