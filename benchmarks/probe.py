@@ -253,6 +253,74 @@ elif mode == "streamk":
                     cands.insert(0, _replace(hc, stream_k=1))
                 bench_problem(f"{c.name} {dt} ws stream-k", p, cands, "implicit_gemm_ws")
     sys.exit(0)
+elif mode == "skvariants":
+    # Where stream-K's time goes: its fix-up replaced (argv[2]) by "none" (no memory traffic, the
+    # shares' sums simply stored: wrong results, the main loop's time alone), "arrive" (the partial
+    # stored and counted, nothing read back), or kept ("full"); each form run three times for
+    # Nsight Compute's kernel durations (results are not checked here).
+    import triton.language as tl
+    from tileconv.kernels import gemm_1x1 as G1
+    from tileconv.kernels import implicit_gemm_ws as WS
+
+    @triton.jit
+    def fixup_none(acc, offs, partials_ptr, semaphores_ptr, t, program, programs, steps, sk_iters, TILE: tl.constexpr):
+        return True, acc
+
+    @triton.jit
+    def fixup_arrive(acc, offs, partials_ptr, semaphores_ptr, t, program, programs, steps, sk_iters, TILE: tl.constexpr):
+        tl.store(partials_ptr + tl.cast(program * 2, tl.int64) * TILE + offs, acc)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(semaphores_ptr + t, 1, sem="acq_rel", scope="gpu")
+        return arrived >= 0, acc
+
+    variant = sys.argv[2]
+    if variant != "full":
+        G1.stream_k_fixup = WS.stream_k_fixup = {"none": fixup_none, "arrive": fixup_arrive}[variant]
+    rows = {"r50 c256 hw14 k256 3x3/1": ("implicit_gemm_ws", C(128, 128, 64, 8, 4, 4, stream_k=1)),
+            "r50 c1024 hw14 k512 1x1/1": ("gemm_1x1", C(128, 128, 64, 8, 4, 4, persistent=1, stream_k=1))}
+    cases = {c.name: c for c in get_suite("resnet50")}
+    for name, (algo, cfg) in rows.items():
+        p = cases[name].problem(torch.float16, "nhwc")
+        i = random_inputs(p, "cuda", seed=0)
+        for _ in range(3):
+            conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg)
+        torch.cuda.synchronize()
+    sys.exit(0)
+elif mode in ("skgraph", "skonce"):
+    # Stream-K against whole tiles on a few rows, timed by events (do_bench) and by CUDA-graph replay
+    # (no host in the loop); "skonce" runs each form three times for Nsight Compute's kernel durations.
+    from dataclasses import replace as _replace
+    from triton.testing import do_bench_cudagraph
+    rows = {"r50 c256 hw14 k256 3x3/1": ("implicit_gemm_ws", C(128, 128, 64, 8, 4, 4)),
+            "r50 c1024 hw14 k512 1x1/1": ("gemm_1x1", C(128, 128, 64, 8, 4, 4, persistent=1)),
+            "r50 c128 hw28 k128 3x3/1": ("implicit_gemm_ws", C(128, 128, 64, 8, 8, 4))}
+    cases = {c.name: c for c in get_suite("resnet50")}
+    for name, (algo, cfg) in rows.items():
+        p = cases[name].problem(torch.float16, "nhwc")
+        i = random_inputs(p, "cuda", seed=0)
+        for form in (cfg, _replace(cfg, stream_k=1)):
+            f = lambda form=form: conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=form)
+            f()
+            torch.cuda.synchronize()
+            if mode == "skonce":
+                for _ in range(3):
+                    f()
+                torch.cuda.synchronize()
+                continue
+            import time
+            from tileconv import call_plans
+            before = dict(call_plans.stats())
+            start = time.process_time()
+            for _ in range(200):
+                f()
+            host = (time.process_time() - start) / 200 * 1e6
+            torch.cuda.synchronize()
+            after = call_plans.stats()
+            t_events = do_bench(f, warmup=25, rep=200, return_mode="median")
+            t_graph = do_bench_cudagraph(f, rep=200, return_mode="median")
+            print(f"{name:28s} {algo:18s} {str(form):40s} events {t_events*1e3:7.1f} us  graph {t_graph*1e3:7.1f} us"
+                  f"  host {host:6.1f} us/call  replays +{after['replays'] - before['replays']}", flush=True)
+    sys.exit(0)
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
     # suite's rows up to 7x7 (fp16 NHWC; a second argument, comma-separated, picks rows whose name

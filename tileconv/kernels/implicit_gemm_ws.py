@@ -21,7 +21,11 @@ convolutions do:
   they take the program's tiles in turn, so that one's main loop keeps the tensor cores busy
   while the other runs its epilogue.
 
-The grid is persistent (one program an SM), the tiles in grouped order. Gluon kernels compile
+The grid is persistent (one program an SM), the tiles in grouped order. With ``STREAM_K``
+the last one to two rounds of tiles are shared evenly among the programs instead
+(:mod:`.common`'s stream-K): the loader walks the program's whole tiles and then its share of
+the stream-K iterations (a tile's tail, whole tiles, another tile's head) without a break, and
+the MMA partition hands each partial tile to ``stream_k_fixup``. Gluon kernels compile
 only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
 ``implicit_gemm_ws_unsupported_reason`` says so) and its tests run on the GPU; CI compiles it
 for sm_90 (``benchmarks/sass.py``).
