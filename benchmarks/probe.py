@@ -9,8 +9,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py unroll   # the CUDA-core depthwise/direct kernels: tap unrolling x register caps
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
     python3 benchmarks/probe.py ws       # implicit_gemm_ws (Gluon, warp-specialized) on the dense rows, fp16 and TF32
-    python3 benchmarks/probe.py waves    # 3x3 and 1x1 rows at batch sizes of 0.74 to 2 waves of tiles: per-SM or chip-bound?
-    python3 benchmarks/probe.py streamk  # stream-K forms of implicit_gemm_ws and gemm_1x1 on ResNet-50's rows, fp16 and TF32
+    python3 benchmarks/probe.py waves    # 3x3 and 1x1 rows at batch sizes of 0.56 to 2 rounds of tiles (wave quantization)
     python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
@@ -204,11 +203,10 @@ elif mode == "ws":
             bench_problem(f"{name} {dt} {algo.name}", p, [hc], algo.name)
             bench_problem(f"{name} {dt} ws", p, [c if dt == "fp16" else _replace(c, block_k=32) for c in ws], "implicit_gemm_ws")
 elif mode == "waves":
-    # Is a row short of tiles bound per SM or by the whole chip? The same layers at batch sizes that
-    # give 0.74, 1.0, 1.5 and 2 waves of 128x128 tiles on 132 SMs, one pinned config each: if time
-    # stays flat from 0.74 to 1.0 waves, the SMs left idle are lost work (stream-K would win it back);
-    # if it grows with the batch, the chip's L2 or memory bandwidth is the bound.
-    from dataclasses import replace as _replace
+    # Wave quantization: the same layers at batch sizes that give 0.56 to 2 rounds of 128x128 tiles
+    # on 132 SMs, one pinned config each (session 17: timed by events here, these small rows can be
+    # host-bound; CUDA-graph replays gave TF32 c256 hw14 3x3 44.8 us at 98 tiles, 45.4 at 132, 85.8
+    # at 196: the last round costs a whole round).
     from tileconv.problem import ConvProblem
     rows = [((256, 14, 256, 3, 1), "implicit_gemm_ws", (24, 32, 43, 64, 86)),
             ((128, 28, 128, 3, 1), "implicit_gemm_ws", (16, 22, 32, 43)),
@@ -223,103 +221,6 @@ elif mode == "waves":
                 cfg = C(128, 128, bk, 8, 8 if algo == "implicit_gemm_ws" else 4, 4, persistent=1 if algo == "gemm_1x1" else 0)
                 tiles = -(-p.gemm_m // 128) * -(-k // 128)
                 bench_problem(f"{dt} c{c} hw{hw} k{k} {rs}x{rs} n{n} {algo} tiles {tiles} waves {tiles / 132:.2f}", p, [cfg], algo)
-    sys.exit(0)
-elif mode == "streamk":
-    # Stream-K (the last one to two rounds of tiles shared evenly among the SMs) on ResNet-50's rows,
-    # fp16 and TF32 NHWC: the heuristics' pick, the same with stream-K where its kernel has it, and
-    # stream-K candidates of implicit_gemm_ws (every 3x3 and strided row) and of gemm_1x1's
-    # persistent form (1x1 stride 1). A second argument picks the rows whose name contains it.
-    from dataclasses import replace as _replace
-    for dt in ("fp16", "tf32"):
-        bk = 64 if dt == "fp16" else 32
-        for c in get_suite("resnet50")[1:]:
-            if len(sys.argv) > 2 and sys.argv[2] not in c.name:
-                continue
-            p = c.problem(torch.float32 if dt == "tf32" else torch.float16, "nhwc")
-            if dt == "tf32":
-                p = _replace(p, allow_tf32=True)
-            algo, hc = select(p)
-            bench_problem(f"{c.name} {dt} {algo.name}", p, [hc], algo.name)
-            if p.r * p.s == 1 and p.stride == (1, 1):
-                cands = [C(128, 128, bk, 8, 4, 4, persistent=1, stream_k=1), C(128, 256, bk, 8, 8, 3, persistent=1, stream_k=1),
-                         C(128, 64, bk, 8, 4, 4, persistent=1, stream_k=1), C(256, 128, bk, 8, 8, 3, persistent=1, stream_k=1)]
-                if algo.name == "gemm_1x1" and hc.persistent:
-                    cands.insert(0, _replace(hc, stream_k=1))
-                bench_problem(f"{c.name} {dt} gemm_1x1 stream-k", p, cands, "gemm_1x1")
-            else:
-                cands = [C(128, 128, bk, 8, 8, 4, stream_k=1), C(128, 128, bk, 8, 4, 4, stream_k=1),
-                         C(128, 256, bk, 8, 8, 3, stream_k=1), C(64, 128, bk, 8, 4, 5, stream_k=1)]
-                if algo.name == "implicit_gemm_ws" and not hc.pingpong:
-                    cands.insert(0, _replace(hc, stream_k=1))
-                bench_problem(f"{c.name} {dt} ws stream-k", p, cands, "implicit_gemm_ws")
-    sys.exit(0)
-elif mode == "skvariants":
-    # Where stream-K's time goes: its fix-up replaced (argv[2]) by "none" (no memory traffic, the
-    # shares' sums simply stored: wrong results, the main loop's time alone), "arrive" (the partial
-    # stored and counted, nothing read back), or kept ("full"); each form run three times for
-    # Nsight Compute's kernel durations (results are not checked here).
-    import triton.language as tl
-    from tileconv.kernels import gemm_1x1 as G1
-    from tileconv.kernels import implicit_gemm_ws as WS
-
-    @triton.jit
-    def fixup_none(acc, offs, partials_ptr, semaphores_ptr, t, program, programs, steps, sk_iters, TILE: tl.constexpr):
-        return True, acc
-
-    @triton.jit
-    def fixup_arrive(acc, offs, partials_ptr, semaphores_ptr, t, program, programs, steps, sk_iters, TILE: tl.constexpr):
-        tl.store(partials_ptr + tl.cast(program * 2, tl.int64) * TILE + offs, acc)
-        tl.debug_barrier()
-        arrived = tl.atomic_add(semaphores_ptr + t, 1, sem="acq_rel", scope="gpu")
-        return arrived >= 0, acc
-
-    variant = sys.argv[2]
-    if variant != "full":
-        G1.stream_k_fixup = WS.stream_k_fixup = {"none": fixup_none, "arrive": fixup_arrive}[variant]
-    rows = {"r50 c256 hw14 k256 3x3/1": ("implicit_gemm_ws", C(128, 128, 64, 8, 4, 4, stream_k=1)),
-            "r50 c1024 hw14 k512 1x1/1": ("gemm_1x1", C(128, 128, 64, 8, 4, 4, persistent=1, stream_k=1))}
-    cases = {c.name: c for c in get_suite("resnet50")}
-    for name, (algo, cfg) in rows.items():
-        p = cases[name].problem(torch.float16, "nhwc")
-        i = random_inputs(p, "cuda", seed=0)
-        for _ in range(3):
-            conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=cfg)
-        torch.cuda.synchronize()
-    sys.exit(0)
-elif mode in ("skgraph", "skonce"):
-    # Stream-K against whole tiles on a few rows, timed by events (do_bench) and by CUDA-graph replay
-    # (no host in the loop); "skonce" runs each form three times for Nsight Compute's kernel durations.
-    from dataclasses import replace as _replace
-    from triton.testing import do_bench_cudagraph
-    rows = {"r50 c256 hw14 k256 3x3/1": ("implicit_gemm_ws", C(128, 128, 64, 8, 4, 4)),
-            "r50 c1024 hw14 k512 1x1/1": ("gemm_1x1", C(128, 128, 64, 8, 4, 4, persistent=1)),
-            "r50 c128 hw28 k128 3x3/1": ("implicit_gemm_ws", C(128, 128, 64, 8, 8, 4))}
-    cases = {c.name: c for c in get_suite("resnet50")}
-    for name, (algo, cfg) in rows.items():
-        p = cases[name].problem(torch.float16, "nhwc")
-        i = random_inputs(p, "cuda", seed=0)
-        for form in (cfg, _replace(cfg, stream_k=1)):
-            f = lambda form=form: conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo, config=form)
-            f()
-            torch.cuda.synchronize()
-            if mode == "skonce":
-                for _ in range(3):
-                    f()
-                torch.cuda.synchronize()
-                continue
-            import time
-            from tileconv import call_plans
-            before = dict(call_plans.stats())
-            start = time.process_time()
-            for _ in range(200):
-                f()
-            host = (time.process_time() - start) / 200 * 1e6
-            torch.cuda.synchronize()
-            after = call_plans.stats()
-            t_events = do_bench(f, warmup=25, rep=200, return_mode="median")
-            t_graph = do_bench_cudagraph(f, rep=200, return_mode="median")
-            print(f"{name:28s} {algo:18s} {str(form):40s} events {t_events*1e3:7.1f} us  graph {t_graph*1e3:7.1f} us"
-                  f"  host {host:6.1f} us/call  replays +{after['replays'] - before['replays']}", flush=True)
     sys.exit(0)
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise

@@ -85,7 +85,7 @@ class Case:
             cfg = self.config
             parts.append(f"cfg{cfg.block_m}.{cfg.block_n}.{cfg.block_k}.{cfg.group_m}" + ("f" if cfg.fuse_sc else "")
                          + ("p" if cfg.persistent else "") + ("pp" if cfg.pingpong else "")
-                         + (f"k{cfg.split_k}" if cfg.split_k > 1 else "") + ("sk" if cfg.stream_k else ""))
+                         + (f"k{cfg.split_k}" if cfg.split_k > 1 else ""))
         return "-".join(parts)
 
     def arguments(self) -> tuple:
@@ -373,16 +373,6 @@ CONFIG_CASES = [
     # tails on both), each stored by TMA, clipped at the edges; bf16 with the whole epilogue.
     Case(2, 24, 5, 7, 40, 1, 1, dtype="bf16", layout="nhwc", bias=True, residual=True, activation="relu",
          algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1)),
-    # ... with stream-K. Interpreter (3 programs): 5 x 2 tiles of 3 channel steps, 6 whole and 12
-    # iterations shared 4 a program (tiles joined from two shares, a share starting mid-tile);
-    # one tile of 6 steps shared by all three programs (the middle share both starts and ends in
-    # it). On a GPU (132 programs): 13 x 6 tiles of 4 steps, about 2.4 steps a program.
-    Case(2, 48, 5, 7, 24, 1, 1, dtype="bf16", layout="nhwc", bias=True, residual=True, activation="relu",
-         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1, stream_k=1)),
-    Case(1, 96, 4, 4, 16, 1, 1, dtype="fp32", layout="nhwc", bias=True,
-         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 8, 4, 2, persistent=1, stream_k=1)),
-    Case(4, 256, 14, 14, 384, 1, 1, dtype="fp16", layout="nhwc", residual=True, activation="silu",
-         algo="gemm_1x1", config=LaunchConfig(64, 64, 64, 8, 4, 3, persistent=1, stream_k=1)),
     # tma_rows (4D input box per tap, zero fill as the halo): 16-pixel segments over 20-wide
     # rows (the second runs past the row's end), 16 of K = 20 (tail), 16 of C = 24 (the
     # channel tail reads zeros on both operands), dilation 2 with uneven padding; the whole
@@ -424,15 +414,6 @@ CONFIG_CASES = [
          activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 64, 8, 4, 6, pingpong=1)),
     Case(4, 24, 64, 64, 136, 3, 3, stride=2, padding=1, dtype="tf32", layout="nhwc", activation="silu",
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4, pingpong=1)),
-    # ... stream-K on a GPU's 132 programs: 7 x 2 tiles of 18 steps, each tile joined from about
-    # nine shares, the whole epilogue; TF32 with 294 tiles (132 whole, 162 shared: 22 steps a
-    # program); bf16 1x1 at stride 2 (39 tiles of 4 steps: one or two steps a program).
-    Case(4, 64, 14, 14, 256, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, residual=True,
-         activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 32, 8, 8, 4, stream_k=1)),
-    Case(8, 64, 28, 28, 192, 3, 3, padding=1, dtype="tf32", layout="nhwc", activation="silu",
-         algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 3, stream_k=1)),
-    Case(8, 256, 28, 28, 384, 1, 1, stride=2, dtype="bf16", layout="nhwc", bias=True,
-         algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4, stream_k=1)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,
@@ -689,62 +670,6 @@ def _machine_runs(case: Case) -> list:
 def test_pinned_launch_config(case: Case, device: str, seed: int, allow_tf32):
     assert case.is_valid(), f"{case.id}: {case.algo} does not compute this problem"
     check_case(case, device, seed)
-
-
-def test_stream_k_split_shares_the_last_rounds_evenly():
-    """kernels.launch.stream_k_split: whole rounds of tiles are never shared; otherwise all but
-    the last one to two rounds go whole (a multiple of the programs), every program's share
-    of the rest is between one and two tiles long (at most two partial tiles: the two slots
-    common.stream_k_slot gives it), and a problem with fewer iterations than programs is
-    not shared at all."""
-    from tileconv.kernels.launch import stream_k_split
-
-    assert stream_k_split(264, 72, 132) == (264, 0)
-    assert stream_k_split(98, 72, 132) == (0, 98 * 72)
-    assert stream_k_split(2, 3, 132) == (2, 0)  # 6 iterations for 132 programs
-    for tiles in range(1, 600, 7):
-        for steps in (1, 4, 18, 72):
-            whole, sk_iters = stream_k_split(tiles, steps, 132)
-            assert whole + sk_iters // steps == tiles and sk_iters % steps == 0
-            assert (sk_iters == 0) == (tiles % 132 == 0 or tiles * steps < 132)
-            if sk_iters:
-                assert whole % 132 == 0 and sk_iters >= 132
-                shares = [(p + 1) * sk_iters // 132 - p * sk_iters // 132 for p in range(132)]
-                assert min(shares) >= 1 and (whole == 0 or steps <= min(shares) and max(shares) <= 2 * steps)
-
-
-def test_stream_k_leaves_its_semaphores_at_zero(device: str, seed: int, allow_tf32):
-    """The last share of a stream-K tile resets the tile's counter, so the next launch on the
-    stream finds them all zero (one tile shared by the three programs of the interpreter; on
-    a GPU, 78 tiles of four steps shared by 132 programs)."""
-    from tileconv.kernels import fast_launch
-
-    for case in CONFIG_CASES:
-        if case.config is not None and case.config.stream_k and not _other_machine(case.algo):
-            check_case(case, device, seed)
-            torch.cuda.synchronize() if device == "cuda" else None
-            assert fast_launch._semaphores, f"{case.id}: no stream-K counters were taken"
-            for key, counters in fast_launch._semaphores.items():
-                assert not counters.any(), f"{case.id}: counters {key} left at {counters.nonzero().flatten().tolist()}"
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("algo", ["gemm_1x1", "implicit_gemm_ws"])
-def test_stream_k_is_deterministic(algo: str, seed: int):
-    """A stream-K tile's shares are added in program order whichever arrives last: ten runs
-    on fresh outputs agree bit for bit (ResNet-50's c256 hw14 layers at batch 32, 98 tiles of
-    128x128 on 132 SMs: every tile shared)."""
-    if _other_machine(algo):
-        pytest.skip(_other_machine(algo))
-    r = 1 if algo == "gemm_1x1" else 3
-    case = Case(32, 256, 14, 14, 256, r, r, padding=r // 2, dtype="fp16", layout="nhwc", bias=True,
-                activation="relu", algo=algo,
-                config=LaunchConfig(128, 128, 64, 8, 4 if r == 1 else 8, 4, persistent=r == 1, stream_k=1))
-    t = make_inputs(case, "cuda", seed)
-    first = check_case(case, "cuda", seed, t)
-    for _ in range(10):
-        again = run_tileconv(case, t)
-        assert torch.equal(again, first), f"{case.id}: a second run differs in {(again != first).sum().item()} elements"
 
 
 # --------------------------------------------------------------------- strided tensors

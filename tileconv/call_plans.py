@@ -26,8 +26,7 @@ at both levels torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton 
 then says what is wrong), any call whose launches touch another tensor (a bias made
 contiguous), and any call that passes one tensor as two arguments. Scratch tensors taken
 from :func:`tileconv.kernels.fast_launch.workspace` (split-K's partial sums) are allocated
-afresh by each replay; stream-K's counters (:func:`tileconv.kernels.fast_launch.semaphores`)
-are looked up again for the replay's stream. Plans are dropped with the selection cache
+afresh by each replay. Plans are dropped with the selection cache
 (:func:`tileconv.dispatch.clear_selection_cache`), so that a new tuning result is used.
 
 What a replay re-runs: the output's allocation, the weight's derivations, scratch
@@ -252,19 +251,6 @@ class _Workspace:
         return torch.empty(self.shape, dtype=self.dtype, device=self.device)
 
 
-class _Semaphores:
-    """A replayed call's stream-K counters: the buffer :func:`fast_launch.semaphores` keeps for
-    the replay's GPU and stream (not the recorded call's stream's, which may run concurrently)."""
-
-    __slots__ = ("count", "device")
-
-    def __init__(self, like: torch.Tensor) -> None:
-        self.count, self.device = like.numel(), like.device
-
-    def __call__(self, _weight: torch.Tensor) -> torch.Tensor:
-        return fast_launch.semaphores(self.count, self.device)
-
-
 class _Unplannable(Exception):
     pass
 
@@ -317,13 +303,6 @@ class CallPlan:
                 if slot is None:
                     derived.append(scratch[0])
                     self.derivations.append(_Workspace(scratch[0]))
-                    slot = scratch_slots[t.data_ptr()] = len(own) + len(derived) - 1
-                return slot
-            if not by_address and any(t is s for s in record.semaphores):
-                slot = scratch_slots.get(t.data_ptr())
-                if slot is None:
-                    derived.append(t)
-                    self.derivations.append(_Semaphores(t))
                     slot = scratch_slots[t.data_ptr()] = len(own) + len(derived) - 1
                 return slot
             # A derived weight (a descriptor views it by address: dgrad's 1x1 weight under gemm_1x1).

@@ -23,9 +23,6 @@ class LaunchConfig:
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
     persistent: int = 0  # tma_rows only: 1 = one program an SM walking the tiles (TMA-store epilogue)
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
-    # implicit_gemm_ws and gemm_1x1's persistent form: 1 = the last one to two rounds of tiles
-    # shared evenly among the SMs (stream-K), where the tiles do not fill whole rounds
-    stream_k: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,7 +38,6 @@ class LaunchConfig:
             + (f" split-k{self.split_k}" if self.split_k > 1 else "")
             + (" persistent" if self.persistent else "")
             + (" pingpong" if self.pingpong else "")
-            + (" stream-k" if self.stream_k else "")
         )
 
 

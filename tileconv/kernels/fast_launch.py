@@ -35,15 +35,13 @@ _counts = {"hits": 0, "misses": 0}
 class Recording:
     """What :func:`recording` saw: ``steps``, each (compiled kernel, 3D grid, every kernel
     argument in order) for a launch through :func:`launch`; ``workspaces``, the scratch
-    tensors the call took from :func:`workspace`; ``semaphores``, the counter buffers it took
-    from :func:`semaphores`; ``triton_launches``, the
+    tensors the call took from :func:`workspace`; ``triton_launches``, the
     Triton launches by any route (counted by Triton's launch hook). A call can be
     replayed from ``steps`` only when the two agree and ``complete`` is set."""
 
     def __init__(self) -> None:
         self.steps: list[tuple[object, tuple[int, int, int], list]] = []
         self.workspaces: list[torch.Tensor] = []
-        self.semaphores: list[torch.Tensor] = []
         self.triton_launches = 0
         self.complete = True
 
@@ -66,25 +64,6 @@ def workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) 
     if _recording is not None:
         _recording.workspaces.append(t)
     return t
-
-
-_semaphores: dict[tuple, torch.Tensor] = {}
-
-
-def semaphores(count: int, device: torch.device) -> torch.Tensor:
-    """At least ``count`` int32 counters, zero, that the kernels using them leave zero
-    (stream-K's per-tile arrivals, :func:`tileconv.kernels.common.stream_k_fixup`). One buffer
-    per GPU and stream, kept for the process: two kernels on one stream run in order, so they
-    can share it; kernels on two streams may overlap, so they never do. A recorded call finds
-    the buffer again on each replay, for the replay's stream."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (device.type, device.index, stream)
-    buffer = _semaphores.get(key)
-    if buffer is None or buffer.numel() < count:
-        buffer = _semaphores[key] = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
-    if _recording is not None:
-        _recording.semaphores.append(buffer)
-    return buffer
 
 
 @contextlib.contextmanager

@@ -21,11 +21,7 @@ convolutions do:
   they take the program's tiles in turn, so that one's main loop keeps the tensor cores busy
   while the other runs its epilogue.
 
-The grid is persistent (one program an SM), the tiles in grouped order. With ``STREAM_K``
-the last one to two rounds of tiles are shared evenly among the programs instead
-(:mod:`.common`'s stream-K): the loader walks the program's whole tiles and then its share of
-the stream-K iterations (a tile's tail, whole tiles, another tile's head) without a break, and
-the MMA partition hands each partial tile to ``stream_k_fixup``. Gluon kernels compile
+The grid is persistent (one program an SM), the tiles in grouped order. Gluon kernels compile
 only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
 ``implicit_gemm_ws_unsupported_reason`` says so) and its tests run on the GPU; CI compiles it
 for sm_90 (``benchmarks/sass.py``).
@@ -42,51 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import output_pixels, store_output_tile, stream_k_fixup, stream_k_start, swizzle_tile
-
-
-@gluon.jit
-def _load_unit(
-    x_ptr, w_desc, a_bufs, b_bufs, ready, empty, tile, k_begin, k_end, it,
-    M, H, W, C, K, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S,
-    stride_xn, stride_xh, stride_xw,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    VEC: gl.constexpr, LOADER_WARPS: gl.constexpr, INT64: gl.constexpr,
-):
-    """Fill one ring stage a step for reduction steps [k_begin, k_end) of ``tile``, from ring
-    position ``it``; returns the position after them."""
-    TPW_K: gl.constexpr = BLOCK_K // VEC  # threads along a row of the A tile, VEC channels (16 bytes) each
-    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_K, TPW_K], [LOADER_WARPS, 1], [1, 0])
-    STAGES: gl.constexpr = a_bufs.type.shape[0]
-    c_blocks = C // BLOCK_K
-    offs_c = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, layout))
-    pid_m, pid_n = swizzle_tile(tile, gl.cdiv(M, BLOCK_M), gl.cdiv(K, BLOCK_N), GROUP_M)
-    offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
-    if INT64:
-        offs_m = offs_m.to(gl.int64)
-    n, _, _, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
-    base = n * stride_xn + ih0 * stride_xh + iw0 * stride_xw
-    in_m = offs_m < M
-    for step in range(k_begin, k_end):
-        tap = step // c_blocks
-        c0 = (step - tap * c_blocks) * BLOCK_K
-        r = tap // S
-        s = tap - r * S
-        ih = ih0 + r * dil_h
-        iw = iw0 + s * dil_w
-        inside = in_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        # Every row starts 16 bytes aligned (C and the strides are multiples of VEC: the launcher's condition).
-        row_offs = gl.multiple_of(base + (r * dil_h * stride_xh + s * dil_w * stride_xw + c0), VEC)
-        ptrs = x_ptr + row_offs[:, None] + offs_c[None, :]
-        stage = it % STAGES
-        mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
-        bar = ready.index(stage)
-        mbarrier.expect(bar, w_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, tap * C + c0], bar, b_bufs.index(stage))
-        async_copy.async_copy_global_to_shared(a_bufs.index(stage), ptrs, mask=inside[:, None])
-        async_copy.mbarrier_arrive(bar, increment_count=False)
-        it += 1
-    return it
+from .common import output_pixels, store_output_tile, swizzle_tile
 
 
 @gluon.jit
@@ -94,85 +46,104 @@ def _loader_partition(
     x_ptr, w_desc, a_bufs, b_bufs, ready, empty,
     M, H, W, C, K, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S,
     stride_xn, stride_xh, stride_xw,
-    dp_tiles, sk_iters,  # whole tiles, stream-K iterations (kernels.launch.stream_k_split)
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    VEC: gl.constexpr, LOADER_WARPS: gl.constexpr, INT64: gl.constexpr, STREAM_K: gl.constexpr,
+    VEC: gl.constexpr, LOADER_WARPS: gl.constexpr, INT64: gl.constexpr,
 ):
-    """Fill the ring: for every tile (or stream-K share of one) of this program, one stage a
-    reduction step, in the order the MMA partition takes them."""
-    steps = R * S * (C // BLOCK_K)
-    programs = gl.num_programs(0)
-    program = gl.program_id(0)
-    it = 0
-    for tile in range(program, dp_tiles, programs):
-        it = _load_unit(x_ptr, w_desc, a_bufs, b_bufs, ready, empty, tile, 0, steps, it,
-                        M, H, W, C, K, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S,
-                        stride_xn, stride_xh, stride_xw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)
-    if STREAM_K:
-        begin = stream_k_start(program, sk_iters, programs)
-        end = stream_k_start(program + 1, sk_iters, programs)
-        for t in range(begin // steps, gl.cdiv(end, steps)):
-            it = _load_unit(x_ptr, w_desc, a_bufs, b_bufs, ready, empty, dp_tiles + t,
-                            gl.maximum(begin - t * steps, 0), gl.minimum(end - t * steps, steps), it,
-                            M, H, W, C, K, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S,
-                            stride_xn, stride_xh, stride_xw, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)
-
-
-@gluon.jit
-def _mma_unit(
-    a_bufs, b_bufs, ready, empty, k_begin, k_end, it,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr,
-):
-    """Reduction steps [k_begin, k_end) of one tile from the ring, from position ``it``:
-    asynchronous wgmma with one in flight, each stage handed back once the wgmma after it is
-    issued. Returns the fp32 tile and the ring position after it."""
+    """Fill the ring: for every tile and reduction step of this program, one stage."""
+    TPW_K: gl.constexpr = BLOCK_K // VEC  # threads along a row of the A tile, VEC channels (16 bytes) each
+    layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_K, TPW_K], [LOADER_WARPS, 1], [1, 0])
     STAGES: gl.constexpr = a_bufs.type.shape[0]
-    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
-                                                        instr_shape=[16, BLOCK_N, MMA_K])
-    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
-    for step in range(k_begin, k_end):
-        stage = it % STAGES
-        mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
-        fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
-        # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
-        # not this kernel's: the launcher's condition).
-        acc = warpgroup_mma(a_bufs.index(stage), b_bufs.index(stage).permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-        # The previous step's wgmma has finished reading its stage: hand it back.
-        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > k_begin)
-        it += 1
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-    mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
-    return acc, it
+    num_m = gl.cdiv(M, BLOCK_M)
+    num_n = gl.cdiv(K, BLOCK_N)
+    c_blocks = C // BLOCK_K
+    offs_c = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, layout))
+    it = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
+        if INT64:
+            offs_m = offs_m.to(gl.int64)
+        n, _, _, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
+        base = n * stride_xn + ih0 * stride_xh + iw0 * stride_xw
+        in_m = offs_m < M
+        for step in range(R * S * c_blocks):
+            tap = step // c_blocks
+            c0 = (step - tap * c_blocks) * BLOCK_K
+            r = tap // S
+            s = tap - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            inside = in_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            # Every row starts 16 bytes aligned (C and the strides are multiples of VEC: the launcher's condition).
+            row_offs = gl.multiple_of(base + (r * dil_h * stride_xh + s * dil_w * stride_xw + c0), VEC)
+            ptrs = x_ptr + row_offs[:, None] + offs_c[None, :]
+            stage = it % STAGES
+            mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
+            bar = ready.index(stage)
+            mbarrier.expect(bar, w_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, tap * C + c0], bar, b_bufs.index(stage))
+            async_copy.async_copy_global_to_shared(a_bufs.index(stage), ptrs, mask=inside[:, None])
+            async_copy.mbarrier_arrive(bar, increment_count=False)
+            it += 1
 
 
 @gluon.jit
-def _store_tile(
-    acc, tile, out_ptr, bias_ptr, res_ptr, M, K, P, Q,
+def _mma_partition(
+    a_bufs, b_bufs, ready, empty, turn,
+    out_ptr, bias_ptr, res_ptr,
+    M, C, K, P, Q, R, S,
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr, NUM_WARPS: gl.constexpr,
-    INT64: gl.constexpr,
-    # stream-K: a tile shared between programs (``partial``) is handed in (``stream_k_fixup``)
-    # and stored by the last to arrive.
-    partial, partials_ptr, semaphores_ptr, t, program, programs, steps, sk_iters,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
+    CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
 ):
-    """The fused epilogue of one output tile (of a stream-K tile, once its last share is in)."""
+    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
+    consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
+    the loader fills the ring tile after tile, so one consumer's main loop runs while the
+    other's epilogue does. Their main loops take turns (``turn``: each waits for the other's
+    to end): a ring stage's mbarrier is waited on by phase parity, which tells apart only
+    the next fill from the one before, so no consumer may wait for a fill two ahead (the
+    first form, without turns, hung on the GPU)."""
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                        instr_shape=[16, BLOCK_N, MMA_K])
     # The epilogue's layout: each thread 8 consecutive output channels (16-byte fp16 stores).
     out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
-    out = gl.convert_layout(acc, out_layout)
-    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
-    finished = True
-    if partial:
-        finished, out = stream_k_fixup(out, rows[:, None] * BLOCK_N + cols[None, :], partials_ptr, semaphores_ptr,
-                                       t, program, programs, steps, sk_iters, BLOCK_M * BLOCK_N)
-    if finished:
-        pid_m, pid_n = swizzle_tile(tile, gl.cdiv(M, BLOCK_M), gl.cdiv(K, BLOCK_N), GROUP_M)
-        offs_m = pid_m * BLOCK_M + rows
-        offs_k = pid_n * BLOCK_N + cols
+    num_m = gl.cdiv(M, BLOCK_M)
+    num_n = gl.cdiv(K, BLOCK_N)
+    steps = R * S * (C // BLOCK_K)
+    first = gl.program_id(0) + CONSUMER * gl.num_programs(0)
+    own = 0  # this consumer's tiles so far
+    for tile in range(first, num_m * num_n, CONSUMERS * gl.num_programs(0)):
+        # The ring position of this tile's first step: the loader walks all the program's tiles.
+        it = (tile - gl.program_id(0)) // gl.num_programs(0) * steps
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
+            mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+        for step in range(steps):
+            stage = it % STAGES
+            mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
+            fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
+            # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
+            # not this kernel's: the launcher's condition).
+            acc = warpgroup_mma(a_bufs.index(stage), b_bufs.index(stage).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            # The previous step's wgmma has finished reading its stage: hand it back.
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > 0)
+            it += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
+        if CONSUMERS == 2:  # the other consumer's turn
+            mbarrier.arrive(turn.index(1 - CONSUMER))
+        own += 1
+
+        out = gl.convert_layout(acc, out_layout)
+        offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
+        offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
         if INT64:
             offs_m = offs_m.to(gl.int64)
         n, p, q, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
@@ -182,66 +153,10 @@ def _store_tile(
 
 
 @gluon.jit
-def _mma_partition(
-    a_bufs, b_bufs, ready, empty, turn,
-    out_ptr, bias_ptr, res_ptr, partials_ptr, semaphores_ptr,
-    M, C, K, P, Q, R, S,
-    stride_on, stride_ok, stride_op, stride_oq,
-    stride_rn, stride_rk, stride_rp, stride_rq,
-    alpha, beta,
-    dp_tiles, sk_iters,  # whole tiles, stream-K iterations (kernels.launch.stream_k_split)
-    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
-    CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr, STREAM_K: gl.constexpr,
-):
-    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
-    consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
-    the loader fills the ring tile after tile, so one consumer's main loop runs while the
-    other's epilogue does. Their main loops take turns (``turn``: each waits for the other's
-    to end): a ring stage's mbarrier is waited on by phase parity, which tells apart only
-    the next fill from the one before, so no consumer may wait for a fill two ahead (the
-    first form, without turns, hung on the GPU). With ``STREAM_K`` (one consumer), the
-    program's stream-K share follows its whole tiles."""
-    gl.static_assert(not STREAM_K or CONSUMERS == 1, "stream-K runs with one MMA partition")
-    steps = R * S * (C // BLOCK_K)
-    programs = gl.num_programs(0)
-    program = gl.program_id(0)
-    own = 0  # this consumer's tiles so far
-    for tile in range(program + CONSUMER * programs, dp_tiles, CONSUMERS * programs):
-        # The ring position of this tile's first step: the loader walks all the program's tiles.
-        it = (tile - program) // programs * steps
-        if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
-            mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
-        acc, it = _mma_unit(a_bufs, b_bufs, ready, empty, 0, steps, it, BLOCK_M, BLOCK_N, MMA_K, NUM_WARPS)
-        if CONSUMERS == 2:  # the other consumer's turn
-            mbarrier.arrive(turn.index(1 - CONSUMER))
-        own += 1
-        _store_tile(acc, tile, out_ptr, bias_ptr, res_ptr, M, K, P, Q,
-                    stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                    alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, GROUP_M, NUM_WARPS, INT64,
-                    False, partials_ptr, semaphores_ptr, 0, program, programs, steps, sk_iters)
-    if STREAM_K:
-        it = (dp_tiles - program + programs - 1) // programs * steps  # past this program's whole tiles
-        begin = stream_k_start(program, sk_iters, programs)
-        end = stream_k_start(program + 1, sk_iters, programs)
-        for t in range(begin // steps, gl.cdiv(end, steps)):
-            k_begin = gl.maximum(begin - t * steps, 0)
-            k_end = gl.minimum(end - t * steps, steps)
-            acc, it = _mma_unit(a_bufs, b_bufs, ready, empty, k_begin, k_end, it, BLOCK_M, BLOCK_N, MMA_K, NUM_WARPS)
-            _store_tile(acc, dp_tiles + t, out_ptr, bias_ptr, res_ptr, M, K, P, Q,
-                        stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                        alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, GROUP_M, NUM_WARPS, INT64,
-                        k_end - k_begin != steps, partials_ptr, semaphores_ptr, t, program, programs, steps, sk_iters)
-
-
-@gluon.jit
 def conv2d_implicit_gemm_ws_kernel(
     x_ptr,  # input, any strides with channels contiguous (channels_last)
     w_desc,  # TensorDescriptor over the weight as (K, R*S*C) ((r, s, c) order), block (BLOCK_N, BLOCK_K)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
-    partials_ptr,  # stream-K only: fp32 [2 * programs, BLOCK_M * BLOCK_N] partial sums (scratch)
-    semaphores_ptr,  # stream-K only: int32 arrivals per stream-K tile, zero at launch and left zero
     M, H, W, C, K, P, Q,  # M = N*P*Q output pixels
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_xn, stride_xh, stride_xw,  # the input's strides (its channel stride is 1)
@@ -249,8 +164,6 @@ def conv2d_implicit_gemm_ws_kernel(
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     R, S,
-    dp_tiles,  # tiles taken whole, round-robin (all of them without stream-K)
-    sk_iters,  # stream-K iterations after them, shared evenly (kernels.launch.stream_k_split)
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     STAGES: gl.constexpr,  # depth of the shared-memory ring
@@ -259,7 +172,6 @@ def conv2d_implicit_gemm_ws_kernel(
     NUM_WARPS: gl.constexpr,  # each MMA partition's warps (the kernel's num_warps)
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr,  # 1, or 2 MMA partitions in ping-pong
     INT64: gl.constexpr,
-    STREAM_K: gl.constexpr,  # sk_iters may be > 0 (else that code is left out)
 ):
     dtype: gl.constexpr = w_desc.dtype
     VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
@@ -280,31 +192,25 @@ def conv2d_implicit_gemm_ws_kernel(
     # the constexprs in it into tensors.)
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, partials_ptr,
-                              semaphores_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, dp_tiles, sk_iters, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
-                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, STREAM_K)),
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 1)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
-                                 dp_tiles, sk_iters, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, STREAM_K)),
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
         ], [LOADER_WARPS], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, partials_ptr,
-                              semaphores_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, dp_tiles, sk_iters, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
-                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, False)),
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 2)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
-                                 dp_tiles, sk_iters, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, False)),
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, partials_ptr,
-                              semaphores_ptr, M, C, K, P, Q, R, S,
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, dp_tiles, sk_iters, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
-                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, False)),
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 1, 2)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

@@ -25,7 +25,7 @@ from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .direct import conv2d_direct_kernel
-from .fast_launch import launch, semaphores
+from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel, conv1x1_tma_persistent_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
@@ -164,8 +164,6 @@ def launch_gemm_1x1(
     be described for the copy engine; it runs on the implicit GEMM instead, with the same result."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
-    if config.stream_k and not config.persistent:
-        raise ValueError("config stream_k=1 needs persistent=1: gemm_1x1's stream-K is its persistent form's")
     a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
     b2d = weight.reshape(problem.k, problem.c)
     if not (describable(a2d, problem.itemsize) and describable(b2d, problem.itemsize)):
@@ -179,11 +177,8 @@ def launch_gemm_1x1(
     out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if channels_last else None
     if config.persistent and out2d is not None and describable(out2d, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
-        programs, whole, sk_iters, partials, counters, stream_k = _stream_k_arguments(
-            config, tiles, cdiv(problem.c, config.block_k), out)
-        return launch(conv1x1_tma_persistent_kernel, (programs,), a_desc, b_desc, out_desc, *pointers[1:],
-                      partials, counters, *sizes, *epilogue_strides[4:], whole, sk_iters, **constexprs,
-                      STREAM_K=stream_k)
+        return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
+                      a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], **constexprs)
     return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, **constexprs)
 
 
@@ -335,52 +330,17 @@ def launch_implicit_gemm_ws(
     w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
-    if config.stream_k and config.pingpong:
-        raise ValueError("config stream_k=1 with pingpong=1: implicit_gemm_ws's stream-K runs one MMA warpgroup")
-    steps = problem.r * problem.s * (problem.c // block_k)
-    programs, whole, sk_iters, partials, counters, stream_k = _stream_k_arguments(config, tiles, steps, out)
-    return launch(conv2d_implicit_gemm_ws_kernel, (programs,),
-                  x, w_desc, *pointers, partials, counters, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
+    return launch(conv2d_implicit_gemm_ws_kernel, (min(tiles, sm_count(out.device)),),
+                  x, w_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
                   problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
-                  *epilogue_strides, problem.r, problem.s, whole, sk_iters, **epilogue,
+                  *epilogue_strides, problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   STAGES=config.num_stages, LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS,
                   MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
                   CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
-                  INT64=needs_int64(problem), STREAM_K=stream_k, num_warps=config.num_warps,
+                  INT64=needs_int64(problem), num_warps=config.num_warps,
                   maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
-
-
-def stream_k_split(tiles: int, steps: int, programs: int) -> tuple[int, int]:
-    """How a persistent launch of ``tiles`` output tiles of ``steps`` reduction steps each
-    shares them among ``programs`` with stream-K (:mod:`.common`): (whole tiles, taken
-    round-robin; stream-K iterations, split evenly after them). Whole rounds of tiles need no
-    sharing: (tiles, 0). Otherwise all but the last one to two rounds go whole (a share is then
-    between one and two tiles long: at most two partial tiles a program) and the rest is shared;
-    never fewer iterations than programs (every share at least one step)."""
-    rounds, rest = divmod(tiles, programs)
-    if rest == 0:
-        return tiles, 0
-    whole = max(rounds - 1, 0) * programs
-    sk_iters = (tiles - whole) * steps
-    if sk_iters < programs:
-        return tiles, 0
-    return whole, sk_iters
-
-
-def _stream_k_arguments(config: LaunchConfig, tiles: int, steps: int, out: torch.Tensor) -> tuple:
-    """(programs, whole tiles, stream-K iterations, partial-sum slots, semaphores, STREAM_K) for
-    a persistent launch writing ``out``: one program an SM (at most one a tile without
-    stream-K); with ``config.stream_k`` and tiles that do not fill whole rounds, the fp32
-    scratch for two partial tiles a program and the stream's counters; else whole tiles only
-    (``out`` stands in for the scratch arguments, which are then never read)."""
-    programs = sm_count(out.device)
-    whole, sk_iters = stream_k_split(tiles, steps, programs) if config.stream_k else (tiles, 0)
-    if sk_iters == 0:
-        return min(tiles, programs), tiles, 0, out, out, False
-    partials = scratch((2 * programs, config.block_m * config.block_n), torch.float32, out.device)
-    return programs, whole, sk_iters, partials, semaphores(tiles - whole, out.device), True
 
 
 def describable(t: torch.Tensor, itemsize: int) -> bool:
