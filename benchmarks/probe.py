@@ -10,6 +10,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
     python3 benchmarks/probe.py ws       # implicit_gemm_ws (Gluon, warp-specialized) on the dense rows, fp16 and TF32
     python3 benchmarks/probe.py waves    # 3x3 and 1x1 rows at batch sizes of 0.56 to 2 rounds of tiles (wave quantization)
+    python3 benchmarks/probe.py tf32k    # TF32 channel blocks of 64 and 16 (the candidates keep 32) on ResNet-50's rows
     python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
@@ -221,6 +222,25 @@ elif mode == "waves":
                 cfg = C(128, 128, bk, 8, 8 if algo == "implicit_gemm_ws" else 4, 4, persistent=1 if algo == "gemm_1x1" else 0)
                 tiles = -(-p.gemm_m // 128) * -(-k // 128)
                 bench_problem(f"{dt} c{c} hw{hw} k{k} {rs}x{rs} n{n} {algo} tiles {tiles} waves {tiles / 132:.2f}", p, [cfg], algo)
+    sys.exit(0)
+elif mode == "tf32k":
+    # TF32 channel blocks: the tuning candidates keep 32 fp32 channels a step (128 bytes a row, as
+    # 16-bit's 64); here 64 (two 128-byte swizzle atoms a row, half the steps and mbarrier waits) and
+    # 16 (a deeper ring) on ResNet-50's TF32 NHWC rows, beside the heuristics' pick and cuDNN.
+    from dataclasses import replace as _replace
+    for c in get_suite("resnet50")[1:]:
+        if len(sys.argv) > 2 and sys.argv[2] not in c.name:
+            continue
+        p = _replace(c.problem(torch.float32, "nhwc"), allow_tf32=True)
+        algo, hc = select(p)
+        bench_problem(f"{c.name} tf32 {algo.name}", p, [hc], algo.name)
+        if p.r * p.s == 1 and p.stride == (1, 1):
+            bench_problem(f"{c.name} tf32 gemm_1x1 bk", p, [C(128, 128, 64, 8, 4, 2, persistent=1), C(128, 64, 64, 8, 4, 3, persistent=1),
+                                                         C(64, 128, 64, 8, 4, 3, persistent=1), C(128, 128, 16, 8, 4, 8, persistent=1)], "gemm_1x1")
+        else:
+            bench_problem(f"{c.name} tf32 ws bk", p, [C(128, 128, 64, 8, 4, 2), C(64, 128, 64, 8, 4, 3), C(128, 64, 64, 8, 4, 3),
+                                                   C(128, 128, 16, 8, 4, 8), C(128, 128, 16, 8, 8, 8), C(64, 128, 16, 8, 4, 10)],
+                          "implicit_gemm_ws")
     sys.exit(0)
 elif mode == "halo":
     # depthwise_halo's candidates against the heuristics' kernel and cuDNN on the depthwise
