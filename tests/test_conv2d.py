@@ -373,6 +373,10 @@ CONFIG_CASES = [
     # tails on both), each stored by TMA, clipped at the edges; bf16 with the whole epilogue.
     Case(2, 24, 5, 7, 40, 1, 1, dtype="bf16", layout="nhwc", bias=True, residual=True, activation="relu",
          algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1)),
+    # ... TF32 stepping 64 channels (the deep TF32 candidates): C = 136 in three steps, the last
+    # one mostly zero fill.
+    Case(2, 136, 4, 5, 24, 1, 1, dtype="tf32", layout="nhwc", bias=True, activation="relu",
+         algo="gemm_1x1", config=LaunchConfig(16, 32, 64, 8, 4, 3, persistent=1)),
     # tma_rows (4D input box per tap, zero fill as the halo): 16-pixel segments over 20-wide
     # rows (the second runs past the row's end), 16 of K = 20 (tail), 16 of C = 24 (the
     # channel tail reads zeros on both operands), dilation 2 with uneven padding; the whole
@@ -402,6 +406,9 @@ CONFIG_CASES = [
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     Case(2, 64, 5, 6, 128, 1, 1, dtype="fp16", layout="nhwc", residual=True, activation="gelu",
          algo="implicit_gemm_ws", config=LaunchConfig(128, 256, 64, 8, 8, 3)),
+    # ... TF32 in 64-channel steps (256-byte rows: two swizzle atoms), K = 96 in a 128 tile.
+    Case(2, 192, 7, 7, 96, 3, 3, padding=1, dtype="tf32", layout="nhwc", residual=True, activation="relu",
+         algo="implicit_gemm_ws", config=LaunchConfig(64, 128, 64, 8, 4, 3)),
     # ... TF32 over C = 8 (one 32-byte channel block a tap: BLOCK_K halved to 8), 3x3 and 1x1.
     Case(1, 8, 8, 8, 16, 3, 3, padding=1, dtype="tf32", layout="nhwc", residual=True, activation="relu",
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 3)),

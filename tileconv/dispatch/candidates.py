@@ -90,6 +90,17 @@ _GEMM_BASE: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 64, 32, 4, 4),
     (64, 64, 32, 4, 5),
 )
+# TF32 tiles stepping 64 channels (256 bytes a row, half the steps of the halved block_k):
+# raced beside the halved ones. H200, session 17 (benchmarks/probe.py tf32k, ResNet-50 TF32
+# NHWC at batch 32): implicit_gemm_ws 64x128x64 at 4 warps and 3 stages took c512 hw7 3x3 from
+# 53.3 us tuned to 46.6, c512 hw14 3x3/2 53.5 -> 49.8, c128 hw28 3x3 47.8 -> 44.2; gemm_1x1's
+# persistent 64x128x64 c128 hw28 k512 29.4 -> 25.4; 16-channel steps in an 8-deep ring won two
+# 1x1 rows by 1-2%.
+_GEMM_BASE_TF32_DEEP: tuple[tuple[int, int, int, int, int], ...] = (
+    (64, 128, 64, 4, 3),
+    (128, 64, 64, 4, 3),
+    (128, 128, 16, 4, 8),
+)
 # Strict fp32: chosen when its dot ran on the CUDA cores (IEEE: accumulator and both operand
 # tiles in registers, so small tiles). It now runs as 3xTF32 on the tensor cores (see
 # kernels.config.dot_constexprs), where these still measured 1.37x-1.45x cuDNN's strict fp32;
@@ -207,10 +218,11 @@ def gemm_useful_fraction(problem: ConvProblem, algorithm: str = "implicit_gemm")
 
 
 def _fit_gemm(
-    problem: ConvProblem, start: LaunchConfig, base: tuple[int, int, int, int, int], limits: DeviceLimits
+    problem: ConvProblem, start: LaunchConfig, base: tuple[int, int, int, int, int], limits: DeviceLimits,
+    halve_tf32: bool = True,
 ) -> LaunchConfig | None:
     block_m, block_n, block_k, num_warps, num_stages = base
-    if problem.itemsize == 4 and problem.allow_tf32:
+    if problem.itemsize == 4 and problem.allow_tf32 and halve_tf32:
         block_k = max(MIN_DOT_DIM, block_k // 2)
     block_n = min(block_n, pow2_at_least(problem.gemm_n, MIN_DOT_DIM))
     block_k = min(block_k, pow2_at_least(reduction_slice(problem, start), MIN_DOT_DIM))
@@ -258,6 +270,9 @@ def gemm_candidates(
     fp32_strict = gemm.itemsize == 4 and not gemm.allow_tf32
     base = _GEMM_BASE_FP32_STRICT if fp32_strict else _GEMM_BASE
     fitted = [config for config in (_fit_gemm(gemm, start, b, limits) for b in base) if config is not None]
+    if gemm.itemsize == 4 and gemm.allow_tf32:
+        deep = (_fit_gemm(gemm, start, b, limits, halve_tf32=False) for b in _GEMM_BASE_TF32_DEEP)
+        fitted += [config for config in deep if config is not None]
     unique = list(dict.fromkeys(fitted))
     # Stable sort: equal scores keep the base list's (measured) order.
     ranked = sorted(unique, key=lambda config: -_gemm_score(gemm, config, limits))
@@ -299,8 +314,17 @@ def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     limits = limits or DeviceLimits()
     tiles = [config for config in gemm_candidates(problem, limits, "implicit_gemm") if config.split_k == 1]
     persistent = [replace(config, persistent=1) for config in tiles]
-    return list(dict.fromkeys(config for config in [default_config(problem, "gemm_1x1"), *persistent, *tiles]
+    # TF32's 64-channel steps next (they won most of ResNet-50's TF32 1x1 rows: see
+    # _GEMM_BASE_TF32_DEEP), before a cut list would drop them.
+    deep = [replace(config, persistent=1) for config in persistent if _is_tf32_deep(problem, config)]
+    return list(dict.fromkeys(config for config in [default_config(problem, "gemm_1x1"), *deep, *persistent, *tiles]
                               if tma_rows_shared_memory(problem, config) <= limits.bulk_copy_budget))
+
+
+def _is_tf32_deep(problem: ConvProblem, config: LaunchConfig) -> bool:
+    """Whether ``config`` is one of :data:`_GEMM_BASE_TF32_DEEP`'s tiles on a TF32 problem."""
+    shape = (config.block_m, config.block_n, config.block_k, config.num_warps, config.num_stages)
+    return problem.itemsize == 4 and problem.allow_tf32 and shape in _GEMM_BASE_TF32_DEEP
 
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -367,6 +391,9 @@ _WS_BASE: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 256, 8, 4, 0), (128, 128, 4, 4, 0), (64, 128, 4, 5, 0), (128, 128, 8, 4, 0),
     (128, 256, 8, 3, 0), (128, 64, 4, 5, 0),
 )
+# TF32 (block_m, block_n, block_k, num_warps, num_stages) stepping 64 channels, not the default
+# 32 (see _GEMM_BASE_TF32_DEEP for what they measured).
+_WS_BASE_TF32_DEEP: tuple[tuple[int, int, int, int, int], ...] = ((64, 128, 64, 4, 3),)
 
 
 def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -376,10 +403,13 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     limits = limits or DeviceLimits()
     start = default_config(problem, "implicit_gemm_ws")
     fitted = []
-    for block_m, block_n, num_warps, stages, pingpong in (
-            (start.block_m, start.block_n, start.num_warps, start.num_stages, start.pingpong), *_WS_BASE):
+    bases = [(start.block_m, start.block_n, start.block_k, start.num_warps, start.num_stages, start.pingpong)]
+    if problem.itemsize == 4 and problem.allow_tf32:  # second: a cut candidate list keeps it
+        bases += [(m, n, k, warps, stages, 0) for m, n, k, warps, stages in _WS_BASE_TF32_DEEP]
+    bases += [(m, n, start.block_k, warps, stages, pingpong) for m, n, warps, stages, pingpong in _WS_BASE]
+    for block_m, block_n, block_k, num_warps, stages, pingpong in bases:
         config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(problem.k, 64)),
-                         num_warps=num_warps, num_stages=stages, pingpong=pingpong)
+                         block_k=block_k, num_warps=num_warps, num_stages=stages, pingpong=pingpong)
         while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.bulk_copy_budget:
             config = replace(config, num_stages=config.num_stages - 1)
         if implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget:
