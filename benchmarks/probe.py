@@ -208,6 +208,7 @@ elif mode == "waves":
     # on 132 SMs, one pinned config each (session 17: timed by events here, these small rows can be
     # host-bound; CUDA-graph replays gave TF32 c256 hw14 3x3 44.8 us at 98 tiles, 45.4 at 132, 85.8
     # at 196: the last round costs a whole round).
+    from tileconv._runtime import cdiv
     from tileconv.problem import ConvProblem
     rows = [((256, 14, 256, 3, 1), "implicit_gemm_ws", (24, 32, 43, 64, 86)),
             ((128, 28, 128, 3, 1), "implicit_gemm_ws", (16, 22, 32, 43)),
@@ -220,7 +221,7 @@ elif mode == "waves":
                                 dtype=torch.float32 if dt == "tf32" else torch.float16, layout="nhwc", allow_tf32=dt == "tf32")
                 bk = 64 if dt == "fp16" else 32
                 cfg = C(128, 128, bk, 8, 8 if algo == "implicit_gemm_ws" else 4, 4, persistent=1 if algo == "gemm_1x1" else 0)
-                tiles = -(-p.gemm_m // 128) * -(-k // 128)
+                tiles = cdiv(p.gemm_m, 128) * cdiv(k, 128)
                 bench_problem(f"{dt} c{c} hw{hw} k{k} {rs}x{rs} n{n} {algo} tiles {tiles} waves {tiles / 132:.2f}", p, [cfg], algo)
     sys.exit(0)
 elif mode == "tf32k":

@@ -238,6 +238,15 @@ def _fit_gemm(
     return config
 
 
+def _tf32_deep_tiles(problem: ConvProblem, start: LaunchConfig, limits: DeviceLimits) -> list[LaunchConfig]:
+    """:data:`_GEMM_BASE_TF32_DEEP` fitted to a TF32 problem (their block_k not halved); none
+    for other dtypes."""
+    if not (problem.itemsize == 4 and problem.allow_tf32):
+        return []
+    fitted = (_fit_gemm(problem, start, base, limits, halve_tf32=False) for base in _GEMM_BASE_TF32_DEEP)
+    return [config for config in fitted if config is not None]
+
+
 def _gemm_score(problem: ConvProblem, config: LaunchConfig, limits: DeviceLimits) -> float:
     """Rough efficiency in (0, 1]: useful fraction of the tiles x fullness of the last wave
     x a preference for larger tiles (more reuse of each loaded operand)."""
@@ -270,9 +279,7 @@ def gemm_candidates(
     fp32_strict = gemm.itemsize == 4 and not gemm.allow_tf32
     base = _GEMM_BASE_FP32_STRICT if fp32_strict else _GEMM_BASE
     fitted = [config for config in (_fit_gemm(gemm, start, b, limits) for b in base) if config is not None]
-    if gemm.itemsize == 4 and gemm.allow_tf32:
-        deep = (_fit_gemm(gemm, start, b, limits, halve_tf32=False) for b in _GEMM_BASE_TF32_DEEP)
-        fitted += [config for config in deep if config is not None]
+    fitted += _tf32_deep_tiles(gemm, start, limits)
     unique = list(dict.fromkeys(fitted))
     # Stable sort: equal scores keep the base list's (measured) order.
     ranked = sorted(unique, key=lambda config: -_gemm_score(gemm, config, limits))
@@ -316,13 +323,13 @@ def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
     persistent = [replace(config, persistent=1) for config in tiles]
     # TF32's 64-channel steps next (they won most of ResNet-50's TF32 1x1 rows: see
     # _GEMM_BASE_TF32_DEEP), before a cut list would drop them.
-    deep = [replace(config, persistent=1) for config in persistent if _is_tf32_deep(problem, config)]
+    deep = [config for config in persistent if _is_tf32_deep(problem, config)]
     return list(dict.fromkeys(config for config in [default_config(problem, "gemm_1x1"), *deep, *persistent, *tiles]
                               if tma_rows_shared_memory(problem, config) <= limits.bulk_copy_budget))
 
 
 def _is_tf32_deep(problem: ConvProblem, config: LaunchConfig) -> bool:
-    """Whether ``config`` is one of :data:`_GEMM_BASE_TF32_DEEP`'s tiles on a TF32 problem."""
+    """Whether ``config`` is one of :data:`_GEMM_BASE_TF32_DEEP`'s tiles, as measured, on a TF32 problem."""
     shape = (config.block_m, config.block_n, config.block_k, config.num_warps, config.num_stages)
     return problem.itemsize == 4 and problem.allow_tf32 and shape in _GEMM_BASE_TF32_DEEP
 
