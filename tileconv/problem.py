@@ -208,52 +208,6 @@ class ConvProblem:
             padding_end=(self.padding_end[0], 0),
         )
 
-    @property
-    def window_pixel_channels(self) -> int:
-        """Channels a pixel of :meth:`columns_as_windows`' padded copy: C rounded up until
-        one horizontal step (V pixels) is a multiple of 16 bytes, so that every window
-        starts where a copy engine's stride can put it (fp32 C = 3 at V = 2: 4; fp16: 4)."""
-        channels = self.c
-        while (channels * self.stride[1] * self.itemsize) % 16:
-            channels += 1
-        return channels
-
-    @property
-    def window_row_pixels(self) -> int:
-        """Pixels a row of :meth:`columns_as_windows`' padded copy: ``pad_left`` zeros, then
-        the input, up to the last window's end (zeros past the input), rounded up so that a
-        row is a multiple of 16 bytes."""
-        pixels = (self.out_w - 1) * self.stride[1] + self.s
-        while (pixels * self.window_pixel_channels * self.itemsize) % 16:
-            pixels += 1
-        return pixels
-
-    def columns_as_windows(self) -> ConvProblem:
-        """This convolution as an R x 1 one over overlapping windows of a zero-padded,
-        channels_last copy ``xp`` of its input (``C4`` = :attr:`window_pixel_channels`
-        channels a pixel, the left padding included):
-
-            xp[n, h, j, c] = x[n, c, h, j - pad_left]  (0 outside the input and for c >= C)
-            window(n, h, q)[s*C4 + c] = xp[n, h, q*V + s, c]      s < S, c < C4
-            w'[k, s*C4 + c, r, 0] = w[k, c, r, s]                 (0 for c >= C)
-
-        Window q is S*C4 consecutive values of ``xp`` starting at pixel q*V: as a tensor,
-        ``xp`` seen with a pixel stride of V*C4 values and S*C4 "channels" of stride 1, the
-        windows overlapping one another. No value of ``x`` is copied more than once (the
-        unrolled copy of :meth:`columns_as_channels` holds each about S*C/V / C times), and
-        a window holds nothing but its own taps and zeros: dilation 1 only, so that no
-        zero weight multiplies an input value (an Inf there would give NaN where PyTorch
-        has none). Dense convolutions only."""
-        if self.groups != 1 or self.dilation[1] != 1:
-            raise ValueError(f"columns_as_windows needs groups=1 and a horizontal dilation of 1, "
-                             f"got groups={self.groups}, dilation={self.dilation}")
-        return ConvProblem(
-            n=self.n, c=self.s * self.window_pixel_channels, h=self.h, w=self.out_w, k=self.k, r=self.r, s=1,
-            stride=(self.stride[0], 1), padding=(self.padding[0], 0), dilation=(self.dilation[0], 1),
-            dtype=self.dtype, layout="nhwc", epilogue=self.epilogue, allow_tf32=self.allow_tf32,
-            padding_end=(self.padding_end[0], 0),
-        )
-
     def staged_channels_last(self) -> ConvProblem:
         """This convolution read from a channels_last copy of its input (``staged_nhwc``):
         the same problem with ``layout='nhwc'``; the output keeps the caller's layout (the

@@ -191,8 +191,6 @@ def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
         return problem.columns_as_channels()
     if algorithm == "staged_nhwc":
         return problem.staged_channels_last()
-    if algorithm == "tma_windows":
-        return problem.columns_as_windows()
     return problem
 
 
@@ -391,11 +389,6 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
         if tma_rows_shared_memory(problem, config) <= budget:
             fitted.append(config)
     return list(dict.fromkeys(fitted))
-
-
-def tma_windows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
-    """tma_rows's configs for the R x 1 convolution over the padded copy's windows."""
-    return tma_rows_candidates(problem.columns_as_windows(), limits)
 
 
 # implicit_gemm_ws (block_m, block_n, num_warps, num_stages, pingpong): session 11's probe
@@ -642,7 +635,6 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1": gemm_1x1_candidates,
     "gemm_1x1_nchw": gemm_1x1_nchw_candidates,
     "tma_rows": tma_rows_candidates,
-    "tma_windows": tma_windows_candidates,
     "implicit_gemm_ws": implicit_gemm_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "im2row": im2row_candidates,

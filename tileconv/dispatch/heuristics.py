@@ -261,8 +261,6 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         problem, algorithm = problem.columns_as_channels(), "implicit_gemm"
     if algorithm == "staged_nhwc":  # the GEMM runs on the channels_last copy
         problem, algorithm = problem.staged_channels_last(), "implicit_gemm"
-    if algorithm == "tma_windows":  # tma_rows runs on the windows of the padded copy
-        problem, algorithm = problem.columns_as_windows(), "tma_rows"
     # Few channels per group: reduce over (filter column, channel) so that a K-slice is
     # not mostly padding (the 7x7 stem's 3 channels, the seed's 6).
     fuse_sc = int(problem.c_per_group < MIN_TENSOR_CORE_DIM and problem.s > 1)

@@ -13,9 +13,6 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
   unrolled into channels by one copy, then the implicit GEMM with 16-byte loads.
-- ``tma_windows`` (:mod:`.windows`): few input channels (the stems): one zero-padding copy,
-  whose overlapping windows (a filter row's S x C values at each output column) tma_rows
-  reads by TMA as the channels of an R x 1 convolution.
 - ``staged_nhwc`` (:mod:`.staged`): a non-channels_last (NCHW) input copied into
   channels_last by one transposing kernel, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
@@ -88,10 +85,8 @@ from .launch import (
     launch_implicit_gemm_ws,
     launch_staged_nhwc,
     launch_tma_rows,
-    launch_tma_windows,
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
-    tma_windows_unsupported_reason,
 )
 
 Launcher = Callable[..., None]
@@ -159,12 +154,6 @@ ALGORITHMS: dict[str, Algorithm] = {
         "few input channels: filter columns unrolled into channels (one copy), then the implicit GEMM",
         launch_im2row,
         im2row_unsupported_reason,
-    ),
-    "tma_windows": Algorithm(
-        "tma_windows",
-        "few input channels: one zero-padding copy, its overlapping filter-row windows read by TMA (tma_rows)",
-        launch_tma_windows,
-        tma_windows_unsupported_reason,
     ),
     "staged_nhwc": Algorithm(
         "staged_nhwc",

@@ -1,18 +1,16 @@
-"""NHWC convolution with a horizontal stride of 1 as an implicit GEMM whose operands arrive
-by TMA, the padding halo included.
+"""Stride-1 NHWC convolution as an implicit GEMM whose operands arrive by TMA, the padding
+halo included.
 
 The implicit GEMM (:mod:`.implicit_gemm`) gathers each A tile with per-pixel addresses and
 masks (cp.async): address arithmetic and predicates every step, for every tile. Here a
 program's BLOCK_M output pixels are one segment of one output row, (n, p, q0 .. q0+BLOCK_M),
-and for a horizontal stride of 1 the inputs that tap (r, s) reads for them are one segment
-of one input row (any vertical stride U):
+and for a stride-1 convolution the inputs that tap (r, s) reads for them are one segment of
+one input row:
 
-    A_rs[i, c] = x[n, p*U - pad_h + r*dil_h, q0 + i - pad_w + s*dil_w, c]   (0 outside the image)
+    A_rs[i, c] = x[n, p - pad_h + r*dil_h, q0 + i - pad_w + s*dil_w, c]   (0 outside the image)
 
 which is a single box of a 4D tensor descriptor over the NHWC input, [1, 1, BLOCK_M, BLOCK_K]
-at coordinates (n, p*U - pad_h + r*dil_h, q0 - pad_w + s*dil_w, c0). The descriptor need
-not be over a plain NHWC tensor: ``tma_windows`` (:mod:`.windows`) gives it overlapping
-windows of a padded copy as the "pixels". The copy engine fills
+at coordinates (n, p - pad_h + r*dil_h, q0 - pad_w + s*dil_w, c0). The copy engine fills
 the coordinates outside the tensor (negative ones included) with zeros: that is the padding
 halo, with no mask. The weight is a 3D descriptor over its channels_last form, [K, R*S, C],
 box [BLOCK_N, 1, BLOCK_K]; channels past C read as zeros on both sides, so C need not be a
@@ -61,13 +59,13 @@ def _product(x_desc, w_desc, acc, n, ih, iw, k0, c0, tap_r, tap_s, S, dil_h, dil
     return dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
 
 
-@triton.jit(do_not_specialize=["N", "P", "Q", "stride_h", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
+@triton.jit(do_not_specialize=["N", "P", "Q", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
 def conv2d_tma_rows_kernel(
     x_desc,  # TensorDescriptor over x as [N, H, W, C], block [1, 1, BLOCK_M, BLOCK_K]
     w_desc,  # TensorDescriptor over the weight as [K, R*S, C], block [BLOCK_N, 1, BLOCK_K]
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     N, P, Q, K, C,  # batch, output height/width, output and input channels
-    stride_h, pad_h, pad_w, dil_h, dil_w,  # pad_* = top/left padding (the horizontal stride is 1)
+    pad_h, pad_w, dil_h, dil_w,  # pad_* = top/left padding (stride is 1)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,  # activation parameters (tileconv.epilogue.Activation)
@@ -84,7 +82,7 @@ def conv2d_tma_rows_kernel(
     tap_s = 0
     c0 = 0
     for _ in range(0, R * S * tl.cdiv(C, BLOCK_K)):
-        acc = _product(x_desc, w_desc, acc, n, p * stride_h - pad_h, q0 - pad_w, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
+        acc = _product(x_desc, w_desc, acc, n, p - pad_h, q0 - pad_w, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
                        BLOCK_M, BLOCK_N, BLOCK_K, DOT_PRECISION, UPCAST_DOT)
         c0, tap_s, tap_r = next_reduction_step(c0, tap_s, tap_r, C, S, BLOCK_K)
 
@@ -101,14 +99,14 @@ def conv2d_tma_rows_kernel(
     )
 
 
-@triton.jit(do_not_specialize=["N", "P", "Q", "stride_h", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
+@triton.jit(do_not_specialize=["N", "P", "Q", "pad_h", "pad_w", "dil_h", "dil_w", "R", "S"])
 def conv2d_tma_rows_persistent_kernel(
     x_desc,  # as conv2d_tma_rows_kernel's
     w_desc,
     out_desc,  # TensorDescriptor over the output as [N, P, Q, K], block [1, 1, BLOCK_M, BLOCK_N]
     bias_ptr, res_ptr,  # bias [K], residual [N, K, P, Q] (strides below)
     N, P, Q, K, C,
-    stride_h, pad_h, pad_w, dil_h, dil_w,
+    pad_h, pad_w, dil_h, dil_w,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     R, S,
@@ -126,7 +124,7 @@ def conv2d_tma_rows_persistent_kernel(
         tap_s = 0
         c0 = 0
         for _ in range(0, R * S * tl.cdiv(C, BLOCK_K)):
-            acc = _product(x_desc, w_desc, acc, n, p * stride_h - pad_h, q0 - pad_w, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
+            acc = _product(x_desc, w_desc, acc, n, p - pad_h, q0 - pad_w, k0, c0, tap_r, tap_s, S, dil_h, dil_w,
                            BLOCK_M, BLOCK_N, BLOCK_K, DOT_PRECISION, UPCAST_DOT)
             c0, tap_s, tap_r = next_reduction_step(c0, tap_s, tap_r, C, S, BLOCK_K)
         q_idx = q0 + tl.arange(0, BLOCK_M)

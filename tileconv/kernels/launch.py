@@ -34,7 +34,6 @@ from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
 from .implicit_gemm_ws import conv2d_implicit_gemm_ws_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
-from .windows import pad_windows_kernel
 from .weights import (
     block_diagonal_weight,
     channel_minor_weight,
@@ -43,7 +42,6 @@ from .weights import (
     plane_weight,
     toeplitz_weight,
     unrolled_columns_weight,
-    window_weight,
 )
 
 SPLIT_K_EPILOGUE_TILE = 64  # the split-K epilogue's tile: 64 pixels x 64 output channels
@@ -199,8 +197,8 @@ def _tma_gemm_arguments(
 
 def tma_rows_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_tma_rows` cannot run ``problem`` (None if it can)."""
-    if problem.stride[1] != 1:
-        return "its input segments are contiguous rows only for a horizontal stride of 1"
+    if problem.stride != (1, 1):
+        return "its input segments are contiguous rows only for stride 1"
     if problem.groups != 1:
         return "it needs groups=1 (a group's channel tail would read the next group's channels)"
     if problem.layout != "nhwc":
@@ -233,24 +231,10 @@ def launch_tma_rows(
     x4d = x.permute(0, 2, 3, 1)  # (N, H, W, C): a view, C contiguous for a channels_last input
     if not (describable(x4d, problem.itemsize) and describable(w3d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    return _launch_tma_rows_views(problem, x4d, w3d, bias, residual, out, config)
-
-
-def _launch_tma_rows_views(
-    problem: ConvProblem,
-    x4d: torch.Tensor,
-    w3d: torch.Tensor,
-    bias: torch.Tensor | None,
-    residual: torch.Tensor | None,
-    out: torch.Tensor,
-    config: LaunchConfig,
-):
-    """tma_rows on views a copy engine can describe: ``x4d`` (N, H, W, C) and ``w3d``
-    (K, R*S, C), whatever their strides (multiples of 16 bytes, C contiguous)."""
     x_desc = TensorDescriptor.from_tensor(x4d, [1, 1, config.block_m, config.block_k])
     w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
     pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
-    sizes = [problem.n, problem.out_h, problem.out_w, problem.k, problem.c, problem.stride[0],
+    sizes = [problem.n, problem.out_h, problem.out_w, problem.k, problem.c,
              problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
     tiles = problem.n * problem.out_h * cdiv(problem.out_w, config.block_m) * cdiv(problem.k, config.block_n)
     out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
@@ -903,64 +887,6 @@ def launch_im2row(
            BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(unrolled), num_warps=4)
     return launch_implicit_gemm(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, channels),
                                 bias, residual, out, config)
-
-
-# tma_windows: a filter row's window (S x C4 values) at most this long (few input channels:
-# the GEMM's reduction is R windows, each padded to a power of two).
-WINDOWS_MAX_VALUES = 64
-WINDOWS_COPY_PIXELS = 128  # xp pixels a program of the padding copy
-
-
-def tma_windows_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_tma_windows` cannot run ``problem`` (None if it can)."""
-    if problem.groups != 1:
-        return "its windows hold a filter row's taps of every input channel: it needs groups=1"
-    if problem.s == 1:
-        return "its windows are filter rows: it needs a filter wider than 1"
-    if problem.dilation[1] != 1:
-        return ("a window is S consecutive pixels (a gap's zero weight would meet an input value): "
-                "it needs a horizontal dilation of 1")
-    values = problem.s * problem.window_pixel_channels
-    if values > WINDOWS_MAX_VALUES:
-        return (f"a filter row's window holds S * C4 = {values} values: it needs at most {WINDOWS_MAX_VALUES} "
-                "(few input channels)")
-    if problem.n * problem.out_h * cdiv(problem.out_w, 16) * cdiv(problem.k, 16) >= INT32_LIMIT:
-        return "its grid of row segments would pass 2**31 programs"
-    return None
-
-
-def launch_tma_windows(
-    problem: ConvProblem,
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    residual: torch.Tensor | None,
-    out: torch.Tensor,
-    config: LaunchConfig,
-):
-    """Copy ``x`` into the zero-padded channels_last ``xp`` of
-    :meth:`ConvProblem.columns_as_windows` (:func:`pad_windows_kernel`, into scratch), then run
-    tma_rows with ``config`` on the R x 1 convolution over its overlapping windows (a tensor the
-    copy engine describes; the implicit GEMM reads the same windows through their strides where
-    it cannot). Returns the GEMM's compiled kernel."""
-    if config.split_k > 1:
-        raise ValueError(f"config split_k={config.split_k}: tma_windows has no split-K")
-    windows = problem.columns_as_windows()
-    pixel_channels, row = problem.window_pixel_channels, problem.window_row_pixels
-    xp = scratch((problem.n, problem.h, row, pixel_channels), x.dtype, x.device)
-    pixels = problem.n * problem.h * row
-    launch(pad_windows_kernel, (cdiv(pixels, WINDOWS_COPY_PIXELS),),
-           x, xp, pixels, problem.h, problem.w, row, problem.padding[1], *kernel_strides(x),
-           C=problem.c, C4=pixel_channels, BLOCK_PIXELS=WINDOWS_COPY_PIXELS, BLOCK_C=pow2_at_least(pixel_channels, 1),
-           INT64=needs_int64(problem) or xp.numel() >= INT32_LIMIT, num_warps=4)
-    # Window (n, h, q): S*C4 values from pixel q*V of row (n, h); the windows overlap.
-    x4d = xp.as_strided((problem.n, problem.h, problem.out_w, windows.c),
-                        (problem.h * row * pixel_channels, row * pixel_channels, problem.stride[1] * pixel_channels, 1))
-    w = window_weight(weight, pixel_channels)  # (K, S*C4, R, 1)
-    w3d = w.permute(0, 2, 3, 1).reshape(problem.k, problem.r, windows.c)
-    if describable(x4d, problem.itemsize) and describable(w3d, problem.itemsize):
-        return _launch_tma_rows_views(windows, x4d, w3d, bias, residual, out, config)
-    return launch_implicit_gemm(windows, x4d.permute(0, 3, 1, 2), w, bias, residual, out, config)
 
 
 STAGED_COPY_TILE = (64, 64)  # to_channels_last_kernel's (pixels, channels) tile

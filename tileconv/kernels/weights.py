@@ -134,24 +134,6 @@ def unrolled_columns_weight(weight: torch.Tensor, channels: int) -> torch.Tensor
     return _cached(weight, f"unrolled_columns/{channels}", build)
 
 
-def window_weight(weight: torch.Tensor, pixel_channels: int) -> torch.Tensor:
-    """The (K, S*C4, R, 1) weight of :meth:`tileconv.problem.ConvProblem.columns_as_windows`:
-    ``w'[k, s*C4 + c, r, 0] = w[k, c, r, s]`` for a dense (K, C, R, S) ``weight``, zeros for
-    the channels c >= C, each filter row's S*C4 values contiguous and its rows a multiple of
-    16 bytes apart (a copy engine's stride; the padding after them zeros too)."""
-
-    def build(w: torch.Tensor) -> torch.Tensor:
-        k, c, r, s = w.shape
-        values = s * pixel_channels
-        per_16_bytes = max(1, 16 // w.element_size())
-        pitch = -(-values // per_16_bytes) * per_16_bytes
-        rows = w.new_zeros((k, r, pitch))
-        rows[:, :, :values].view(k, r, s, pixel_channels)[..., :c].copy_(w.permute(0, 2, 3, 1))
-        return rows[:, :, :values].unsqueeze(2).permute(0, 3, 1, 2)
-
-    return _cached(weight, f"windows/{pixel_channels}", build)
-
-
 def toeplitz_weight(weight: torch.Tensor, stride_w: int, dil_w: int, jk: int, block_q: int) -> torch.Tensor:
     """The banded filter rows of :mod:`tileconv.kernels.depthwise_toeplitz`: a contiguous
     (K, R, jk, block_q) tensor with ``T[k, r, j, q] = w[k, 0, r, s]`` where
