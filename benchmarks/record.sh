@@ -33,8 +33,6 @@
 #                                        a results/ tuning cache, its dgrad entries kept; FORCE=1 re-tunes its wgrad
 #                                        entries too), then depthwise dgrad and
 #                                        wgrad tuned and their sum (benchmarks/backward_sum.py)
-#   bash benchmarks/record.sh windows    tma_windows (the stems): its GPU tests, then the resnet50 stem with
-#                                        every algorithm (fp16, TF32, strict fp32; NHWC and NCHW), tuned
 #   bash benchmarks/record.sh model      ResNet-50 converted vs torch.compile max-autotune, batch 32 and 1
 #                                        (BATCHES="32" picks; each needs ~4-5 minutes)
 #   bash benchmarks/record.sh models     MobileNetV2, ConvNeXt-T, ResNeXt-50 the same way, batch 32
@@ -190,18 +188,6 @@ tma)
     done
     TAILN=3 step seed-tf32 60 python -m tileconv bench --suite seed --dtype tf32 --json "$R/seed-tf32-nhwc.json"
     save
-    ;;
-windows)
-    # Few input channels (ResNet-50's 7x7 stem): tma_windows beside im2row and the rest, cuDNN in each run.
-    TAILN=6 step tests-windows 300 python -m pytest -q -p no:cacheprovider -n 8 \
-        -k "${TESTS:-tma_windows or tma_rows or im2row or replayed_calls or forward_launchers or nan}" \
-        tests/test_conv2d.py tests/test_call_plans.py
-    for mode in "float16 nhwc" "tf32 nhwc" "float32 nhwc" "float16 nchw" "tf32 nchw"; do
-        set -- $mode
-        TAILN=12 step "stem-all-$1-$2" 90 python -m tileconv bench --suite resnet50 --case stem --algo all --dtype $1 \
-            --layout $2 --json "$R/stem-all-$1-$2.json"
-        save
-    done
     ;;
 r50)
     # ResNet-50 in fp16 and TF32, channels_last (issue 4's resnet50 targets, issue 8's TF32 row).
