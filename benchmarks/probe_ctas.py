@@ -45,8 +45,8 @@ def main() -> None:
         x = torch.randn(p.input_shape, device="cuda", dtype=dtype).contiguous(memory_format=torch.channels_last)
         w = torch.randn(p.weight_shape, device="cuda", dtype=dtype).contiguous(memory_format=torch.channels_last)
         ref = torch.nn.functional.conv2d(x.double(), w.double(), None, p.stride, p.padding)
-        row = {"cudnn": 1e3 * do_bench(lambda: torch.nn.functional.conv2d(x, w, None, p.stride, p.padding))}
-        row["tuned"] = 1e3 * do_bench(lambda: conv2d_problem(p, x, w, None, None))
+        row = {"cudnn": do_bench(lambda: torch.nn.functional.conv2d(x, w, None, p.stride, p.padding))}
+        row["tuned"] = do_bench(lambda: conv2d_problem(p, x, w, None, None))
         for block_m, block_n, block_k, stages, ctas in VARIANTS:
             config = LaunchConfig(block_m=block_m, block_n=min(block_n, p.k), block_k=block_k or 128 // p.itemsize,
                                   num_warps=4, num_stages=stages, ctas_per_sm=ctas)
@@ -55,7 +55,7 @@ def main() -> None:
                 err = ((out.double() - ref).abs().max() / ref.abs().max()).item()
                 if err > 1e-2:
                     raise RuntimeError(f"rel err {err:.1e}")
-                row[str(config)] = 1e3 * do_bench(lambda c=config: conv2d_problem(p, x, w, None, None, algo="implicit_gemm_ws",
+                row[str(config)] = do_bench(lambda c=config: conv2d_problem(p, x, w, None, None, algo="implicit_gemm_ws",
                                                                             config=c))
             except Exception as exc:  # noqa: BLE001 - a config that cannot run: say why, go on
                 row[str(config)] = f"failed: {str(exc).splitlines()[0][:80]}"
