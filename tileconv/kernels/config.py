@@ -23,9 +23,6 @@ class LaunchConfig:
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
     persistent: int = 0  # tma_rows only: 1 = one program an SM walking the tiles (TMA-store epilogue)
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
-    # implicit_gemm_ws only: programs resident an SM (2: the grid twice the SMs, each program
-    # half the register file, so that one's waits overlap the other's work, as cuDNN's small tiles do)
-    ctas_per_sm: int = 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,7 +38,6 @@ class LaunchConfig:
             + (f" split-k{self.split_k}" if self.split_k > 1 else "")
             + (" persistent" if self.persistent else "")
             + (" pingpong" if self.pingpong else "")
-            + (f" {self.ctas_per_sm}/SM" if self.ctas_per_sm > 1 else "")
         )
 
 

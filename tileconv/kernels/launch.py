@@ -321,9 +321,6 @@ def launch_implicit_gemm_ws(
     if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
         raise ValueError(f"config num_warps={config.num_warps}: implicit_gemm_ws runs 4 or 8 MMA warps "
                          "(4, one warpgroup, for each of ping-pong's two)")
-    if config.ctas_per_sm not in (1, 2) or (config.ctas_per_sm == 2 and (config.pingpong or config.num_warps != 4)):
-        raise ValueError(f"config ctas_per_sm={config.ctas_per_sm}: implicit_gemm_ws runs 1 program an SM, or 2 "
-                         "of one MMA warpgroup each (num_warps=4, no ping-pong)")
     block_k = ws_block_k(problem, config.block_k)
     w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
     # The loader's 16-byte gathers need what a copy engine's view of x as (N, H, W, C) needs.
@@ -333,7 +330,7 @@ def launch_implicit_gemm_ws(
     w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
-    return launch(conv2d_implicit_gemm_ws_kernel, (min(tiles, config.ctas_per_sm * sm_count(out.device)),),
+    return launch(conv2d_implicit_gemm_ws_kernel, (min(tiles, sm_count(out.device)),),
                   x, w_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
                   problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
@@ -343,7 +340,7 @@ def launch_implicit_gemm_ws(
                   MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
                   CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
                   INT64=needs_int64(problem), num_warps=config.num_warps,
-                  maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps] // config.ctas_per_sm)
+                  maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
 
 
 def describable(t: torch.Tensor, itemsize: int) -> bool:
