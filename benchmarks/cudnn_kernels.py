@@ -43,7 +43,7 @@ def main() -> None:
         x = torch.randn(p.input_shape, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
         w = torch.randn(p.weight_shape, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
 
-        def run():
+        def run(x=x, w=w, p=p):
             return torch.nn.functional.conv2d(x, w, None, p.stride, p.padding, p.dilation, p.groups)
 
         for _ in range(5):
