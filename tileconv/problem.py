@@ -151,9 +151,14 @@ class ConvProblem:
 
     # ----------------------------------------------------------------- names
     @property
+    def uses_tf32(self) -> bool:
+        """float32 multiplied on the TF32 tensor cores (``allow_tf32``, as PyTorch's conv would)."""
+        return self.dtype == torch.float32 and self.allow_tf32
+
+    @property
     def dtype_name(self) -> str:
         name = DTYPE_NAMES[self.dtype]
-        return name + "+tf32" if self.dtype == torch.float32 and self.allow_tf32 else name
+        return name + "+tf32" if self.uses_tf32 else name
 
     def describe(self) -> str:
         """The benchmark-table form: ``256,256,14,14 -> 512, 3x3/1, p1, g1``."""

@@ -222,7 +222,7 @@ def _fit_gemm(
     halve_tf32: bool = True,
 ) -> LaunchConfig | None:
     block_m, block_n, block_k, num_warps, num_stages = base
-    if problem.itemsize == 4 and problem.allow_tf32 and halve_tf32:
+    if problem.uses_tf32 and halve_tf32:
         block_k = max(MIN_DOT_DIM, block_k // 2)
     block_n = min(block_n, pow2_at_least(problem.gemm_n, MIN_DOT_DIM))
     block_k = min(block_k, pow2_at_least(reduction_slice(problem, start), MIN_DOT_DIM))
@@ -241,7 +241,7 @@ def _fit_gemm(
 def _tf32_deep_tiles(problem: ConvProblem, start: LaunchConfig, limits: DeviceLimits) -> list[LaunchConfig]:
     """:data:`_GEMM_BASE_TF32_DEEP` fitted to a TF32 problem (their block_k not halved); none
     for other dtypes."""
-    if not (problem.itemsize == 4 and problem.allow_tf32):
+    if not problem.uses_tf32:
         return []
     fitted = (_fit_gemm(problem, start, base, limits, halve_tf32=False) for base in _GEMM_BASE_TF32_DEEP)
     return [config for config in fitted if config is not None]
@@ -331,7 +331,7 @@ def gemm_1x1_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
 def _is_tf32_deep(problem: ConvProblem, config: LaunchConfig) -> bool:
     """Whether ``config`` is one of :data:`_GEMM_BASE_TF32_DEEP`'s tiles, as measured, on a TF32 problem."""
     shape = (config.block_m, config.block_n, config.block_k, config.num_warps, config.num_stages)
-    return problem.itemsize == 4 and problem.allow_tf32 and shape in _GEMM_BASE_TF32_DEEP
+    return problem.uses_tf32 and shape in _GEMM_BASE_TF32_DEEP
 
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -411,7 +411,7 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     start = default_config(problem, "implicit_gemm_ws")
     fitted = []
     bases = [(start.block_m, start.block_n, start.block_k, start.num_warps, start.num_stages, start.pingpong)]
-    if problem.itemsize == 4 and problem.allow_tf32:  # second: a cut candidate list keeps it
+    if problem.uses_tf32:  # second: a cut candidate list keeps it
         bases += [(m, n, k, warps, stages, 0) for m, n, k, warps, stages in _WS_BASE_TF32_DEEP]
     bases += [(m, n, start.block_k, warps, stages, pingpong) for m, n, warps, stages, pingpong in _WS_BASE]
     for block_m, block_n, block_k, num_warps, stages, pingpong in bases:

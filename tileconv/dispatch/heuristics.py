@@ -320,7 +320,7 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     if wide and problem.gemm_n >= 128 and problem.gemm_k >= 128 and big_tiles >= 90 and not fuse_sc:
         return LaunchConfig(block_m=256, block_n=128, block_k=block_k, group_m=8, num_warps=8, num_stages=3)
     num_warps = 8 if block_m * block_n >= 128 * 128 else 4
-    if problem.itemsize == 4 and problem.allow_tf32 and problem.layout == "nhwc" and block_m * block_n <= 128 * 128:
+    if problem.uses_tf32 and problem.layout == "nhwc" and block_m * block_n <= 128 * 128:
         # TF32 128x128 tiles over a channels_last input at 8 warps have their wgmma serialized
         # by ptxas (C7515, found offline by benchmarks/audit.py: "non wgmma instructions
         # defining accumulator registers"); at 4 warps they are not (254 registers, the same two
