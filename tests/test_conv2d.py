@@ -377,6 +377,22 @@ CONFIG_CASES = [
     # one mostly zero fill.
     Case(2, 136, 4, 5, 24, 1, 1, dtype="tf32", layout="nhwc", bias=True, activation="relu",
          algo="gemm_1x1", config=LaunchConfig(16, 32, 64, 8, 4, 3, persistent=1)),
+    # ... strided (boxes of whole output rows of the strided view x[:, ::U, ::V]): H = 2P, so
+    # the batch and the rows merge into one image of N*P rows (boxes of 2 rows of 8 columns for
+    # Q = 5: zero-filled columns, a box across the image boundary); both forms, the epilogue.
+    Case(3, 24, 6, 10, 40, 1, 1, stride=2, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
+    Case(3, 24, 6, 10, 40, 1, 1, stride=2, dtype="bf16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1)),
+    # ... H = 9 is not 2P = 10 (P = 5): boxes per image, the last one half past the image's end;
+    # strides (2, 3); strict fp32; a 16-pixel box over a row of 20 (stride (1, 2) on W = 40:
+    # two segments a row, the second past its end) in TF32; a tile larger than the problem.
+    Case(2, 12, 9, 10, 20, 1, 1, stride=(2, 3), dtype="fp32", layout="nhwc", bias=True,
+         algo="gemm_1x1", config=LaunchConfig(32, 16, 16, 8, 4, 2, persistent=1)),
+    Case(2, 16, 3, 40, 24, 1, 1, stride=(1, 2), dtype="tf32", layout="nhwc", residual=True, activation="silu",
+         algo="gemm_1x1", config=LaunchConfig(16, 16, 16, 4, 4, 2, persistent=1)),
+    Case(1, 8, 5, 5, 8, 1, 1, stride=3, dtype="fp16", layout="nhwc", bias=True,
+         algo="gemm_1x1", config=LaunchConfig(64, 32, 32, 8, 4, 3)),
     # tma_rows (4D input box per tap, zero fill as the halo): 16-pixel segments over 20-wide
     # rows (the second runs past the row's end), 16 of K = 20 (tail), 16 of C = 24 (the
     # channel tail reads zeros on both operands), dilation 2 with uneven padding; the whole

@@ -128,7 +128,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     # form (2026-11-23, benchmarks/probe_tma.py r50) won all twelve of ResNet-50's 1x1 stride-1
     # rows over the implicit GEMM, fp16 and TF32 (fp16 0.60x-0.83x of cuDNN -> 0.77x-1.11x;
     # TF32 0.48x-1.07x -> 0.84x-1.23x), most with 128x128 tiles, 4 warps, 4 stages.
-    if gemm_1x1_unsupported_reason(problem) is None and (problem.itemsize == 2 or problem.allow_tf32):
+    if (gemm_1x1_unsupported_reason(problem) is None and problem.stride == (1, 1)
+            and (problem.itemsize == 2 or problem.allow_tf32)):
         return "gemm_1x1"
     return "implicit_gemm"
 

@@ -3,7 +3,8 @@
 Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
-- ``gemm_1x1`` (:mod:`.gemm_1x1`): 1x1 stride-1 NHWC convolutions as a TMA-fed GEMM.
+- ``gemm_1x1`` (:mod:`.gemm_1x1`): unpadded 1x1 NHWC convolutions as a TMA-fed GEMM (strided
+  ones over boxes of the strided view).
 - ``tma_rows`` (:mod:`.implicit_gemm_tma`): stride-1 NHWC convolutions, each tile a segment
   of an output row, both operands by TMA (the padding halo is the copy engine's zero fill).
 - ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM

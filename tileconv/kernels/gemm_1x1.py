@@ -13,6 +13,17 @@ from the copy engine. The epilogue is the shared one (bias, residual, activation
 an SM, the tile and reduction loops flattened so that the next tile's copies are in flight
 during this tile's epilogue, which leaves through a TMA store (the pattern that made
 ``tma_rows`` win its short-reduction rows).
+
+A strided 1x1 convolution (unpadded) is the same GEMM over the strided view
+x[:, ::U, ::V, :], whose pixels are not one matrix's rows: the A operand is then a 4D
+descriptor over that view, (images, output rows, output columns, C), and a tile of
+BLOCK_M pixels is one box of ``BLOCK_M // BOX_Q`` output rows of ``BOX_Q`` columns
+(``BOX_Q`` the output width rounded up to a power of two, at most BLOCK_M; a wider row
+takes several boxes). The copy engine fetches the strided pixels and zero-fills the box past
+the row's end; those tile rows are computed and never stored. Where the batch and row
+dimensions merge (H = U*P and a dense output), the view is one image of N*P rows, so boxes
+also run across image boundaries. Triton 3.6 reshapes the 4D box into the [BLOCK_M,
+BLOCK_K] operand through registers (ldmatrix, then wgmma with A from registers).
 """
 
 import triton
@@ -22,34 +33,95 @@ from .common import dot_acc, epilogue, output_pixels, store_output_tile, swizzle
 
 
 @triton.jit
+def _box_of(pid_m, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
+    """M-tile index -> (img, p0, q0): the tile's box is output rows p0 .. p0 + BLOCK_M // BOX_Q
+    of grid image img, columns q0 .. q0 + BOX_Q (the grid: NI images of PI output rows)."""
+    BOX_H: tl.constexpr = BLOCK_M // BOX_Q
+    segments = tl.cdiv(Q, BOX_Q)
+    per_image = tl.cdiv(PI, BOX_H) * segments
+    img = pid_m // per_image
+    rest = pid_m - img * per_image
+    box_row = rest // segments
+    return img, box_row * BOX_H, (rest - box_row * segments) * BOX_Q
+
+
+@triton.jit
+def _box_pixels(img, p0, q0, PI, P, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr, INT64: tl.constexpr):
+    """The box's BLOCK_M pixels, row-major -> (n, p, q) of the output and whether each is one
+    (rows past the grid image's last, columns past Q: the box's zero fill)."""
+    i = tl.arange(0, BLOCK_M)
+    grid_row = p0 + i // BOX_Q
+    q_idx = q0 + i % BOX_Q
+    row = img * PI + grid_row  # n * P + p
+    if INT64:
+        row = row.to(tl.int64)
+    n_idx = row // P
+    return n_idx, row - n_idx * P, q_idx, (grid_row < PI) & (q_idx < Q)
+
+
+@triton.jit
+def _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr, INT64: tl.constexpr):
+    """The M tile's pixels: (n, p, q), validity, and where its A box starts (the 2D matrix's
+    row m0 when BOX_Q is 0, else the 4D view's (img, p0, q0))."""
+    if BOX_Q == 0:
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        if INT64:
+            offs_m = offs_m.to(tl.int64)
+        n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
+        return n_idx, p_idx, q_idx, offs_m < M
+    else:
+        img, p0, q0 = _box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        return _box_pixels(img, p0, q0, PI, P, Q, BLOCK_M, BOX_Q, INT64)
+
+
+@triton.jit
+def _a_tile(a_desc, pid_m, c0, PI, Q, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BOX_Q: tl.constexpr):
+    """The A operand's [BLOCK_M, BLOCK_K] tile: a 2D box of the (M, C) matrix, or (BOX_Q > 0)
+    a 4D box of the strided view reshaped."""
+    if BOX_Q == 0:
+        return a_desc.load([pid_m * BLOCK_M, c0])
+    else:
+        img, p0, q0 = _box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        return a_desc.load([img, p0, q0, c0]).reshape(BLOCK_M, BLOCK_K)
+
+
+@triton.jit
+def _num_m_tiles(M, NI, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
+    if BOX_Q == 0:
+        return tl.cdiv(M, BLOCK_M)
+    else:
+        return NI * tl.cdiv(PI, BLOCK_M // BOX_Q) * tl.cdiv(Q, BOX_Q)
+
+
+@triton.jit
 def conv1x1_tma_kernel(
-    a_desc,  # TensorDescriptor over x as (M = N*H*W, C), block (BLOCK_M, BLOCK_K)
+    a_desc,  # TensorDescriptor over x as (M = N*H*W, C), block (BLOCK_M, BLOCK_K); or, BOX_Q > 0,
+             # over the strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
     b_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
-    M, K, C, P, Q,  # GEMM sizes; P = H, Q = W (stride 1, no padding)
+    M, K, C, P, Q,  # GEMM sizes (M = N*P*Q), output height and width
+    NI, PI,  # BOX_Q > 0: the box grid's images and rows per image (N, P; or 1, N*P merged)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BOX_Q: tl.constexpr,  # 0: stride 1, A a 2D matrix; else a 4D box's columns (see the module)
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
 ):
-    num_m = tl.cdiv(M, BLOCK_M)
+    num_m = _num_m_tiles(M, NI, PI, Q, BLOCK_M, BOX_Q)
     num_n = tl.cdiv(K, BLOCK_N)
     pid_m, pid_n = swizzle_tile(tl.program_id(0), num_m, num_n, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, tl.cdiv(C, BLOCK_K)):
-        a = a_desc.load([pid_m * BLOCK_M, k0 * BLOCK_K])
+        a = _a_tile(a_desc, pid_m, k0 * BLOCK_K, PI, Q, BLOCK_M, BLOCK_K, BOX_Q)
         b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
         acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
 
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if INT64:
-        offs_m = offs_m.to(tl.int64)
-    n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
+    n_idx, p_idx, q_idx, mask_m = _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M, BOX_Q, INT64)
     store_output_tile(
-        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, offs_m < M, offs_n, offs_n < K,
+        acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, offs_n < K,
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
         alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
     )
@@ -59,29 +131,34 @@ def conv1x1_tma_kernel(
 def conv1x1_tma_persistent_kernel(
     a_desc,  # as conv1x1_tma_kernel's
     b_desc,
-    out_desc,  # TensorDescriptor over the output as (M, K) (NHWC), block (BLOCK_M, BLOCK_N)
+    out_desc,  # TensorDescriptor over the output as (M, K) (NHWC), block (BLOCK_M, BLOCK_N); or,
+               # BOX_Q > 0, as (NI, PI, Q, K), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_N)
     bias_ptr, res_ptr,
     M, K, C, P, Q,
+    NI, PI,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    BOX_Q: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
 ):
-    num_m = tl.cdiv(M, BLOCK_M)
+    num_m = _num_m_tiles(M, NI, PI, Q, BLOCK_M, BOX_Q)
     num_n = tl.cdiv(K, BLOCK_N)
     for tile in tl.range(tl.program_id(0), num_m * num_n, tl.num_programs(0), flatten=True):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k0 in range(0, tl.cdiv(C, BLOCK_K)):
-            a = a_desc.load([pid_m * BLOCK_M, k0 * BLOCK_K])
+            a = _a_tile(a_desc, pid_m, k0 * BLOCK_K, PI, Q, BLOCK_M, BLOCK_K, BOX_Q)
             b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
             acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        if INT64:
-            offs_m = offs_m.to(tl.int64)
-        n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
-        out = epilogue(acc, bias_ptr, res_ptr, n_idx, p_idx, q_idx, offs_m < M, offs_n, offs_n < K,
+        n_idx, p_idx, q_idx, mask_m = _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M, BOX_Q, INT64)
+        out = epilogue(acc, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, offs_n < K,
                        stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
-        out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], out.to(out_desc.dtype))
+        if BOX_Q == 0:
+            out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], out.to(out_desc.dtype))
+        else:  # the copy engine drops the box's rows and columns outside the output
+            img, p0, q0 = _box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+            out_desc.store([img, p0, q0, pid_n * BLOCK_N],
+                           out.to(out_desc.dtype).reshape(1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_N))

@@ -140,13 +140,32 @@ def _plain_gemm_reason(problem: ConvProblem) -> str | None:
 
 def gemm_1x1_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_gemm_1x1` cannot run ``problem`` (None if it can)."""
-    if (reason := _plain_gemm_reason(problem)) is not None:
-        return reason
+    if (problem.r, problem.s) != (1, 1):
+        return "it needs a 1x1 filter"
+    if problem.padding != (0, 0) or problem.padding_end != (0, 0):
+        return "it needs padding 0"
+    if problem.groups != 1:
+        return "it needs groups=1"
     if problem.layout != "nhwc":
-        return "it reads the input as an (N*H*W, C) matrix: it needs channels_last"
+        return "it reads the input as an (N*H*W, C) matrix (a strided view of it): it needs channels_last"
     if (problem.c * problem.itemsize) % 16:
         return "bulk tensor copies need rows of a multiple of 16 bytes (C * itemsize)"
     return None
+
+
+def box_columns(out_w: int, block_m: int) -> int:
+    """gemm_1x1's box width on a strided problem: the output width rounded up to a power of
+    two, at most ``block_m`` (a box is ``block_m // box_columns`` output rows of that many columns)."""
+    return min(pow2_at_least(out_w), block_m)
+
+
+def _merged_images(t4d: torch.Tensor) -> torch.Tensor | None:
+    """``t4d`` (N, P, Q, C) as one image of N*P rows, (1, N*P, Q, C), where its batch stride is
+    P of its row strides (a dense tensor); None where it is not."""
+    n, rows, columns, channels = t4d.shape
+    if t4d.stride(0) != rows * t4d.stride(1):
+        return None
+    return t4d.as_strided((1, n * rows, columns, channels), (n * rows * t4d.stride(1), *t4d.stride()[1:]))
 
 
 def launch_gemm_1x1(
@@ -158,28 +177,47 @@ def launch_gemm_1x1(
     out: torch.Tensor,
     config: LaunchConfig,
 ):
-    """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input; with
+    """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input (for a
+    strided problem, boxes of whole output rows of the strided view x[:, ::U, ::V]); with
     ``config.persistent`` and a channels_last output, :func:`conv1x1_tma_persistent_kernel`
     on one program an SM. A tensor whose start is not 16-byte aligned (a sliced view) cannot
     be described for the copy engine; it runs on the implicit GEMM instead, with the same result."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
-    a2d = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
     b2d = weight.reshape(problem.k, problem.c)
-    if not (describable(a2d, problem.itemsize) and describable(b2d, problem.itemsize)):
+    out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
+    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
+    box_q = 0 if problem.stride == (1, 1) else box_columns(problem.out_w, config.block_m)
+    grid_images, grid_rows = 1, problem.gemm_m  # (NI, PI): the strided form's box grid
+    if box_q == 0:
+        a = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
+        a_block = [config.block_m, config.block_k]
+        out_view = out4d.reshape(problem.gemm_m, problem.k) if channels_last else None
+        out_block = [config.block_m, config.block_n]
+    else:
+        a = x.permute(0, 2, 3, 1)[:, ::problem.stride[0], ::problem.stride[1], :]  # (N, P, Q, C)
+        merged_a, merged_out = _merged_images(a), _merged_images(out4d)
+        if merged_a is not None and merged_out is not None:
+            a, out4d = merged_a, merged_out
+        grid_images, grid_rows = a.shape[0], a.shape[1]
+        a_block = [1, config.block_m // box_q, box_q, config.block_k]
+        out_view = out4d if channels_last else None
+        out_block = [1, config.block_m // box_q, box_q, config.block_n]
+    if not (describable(a, problem.itemsize) and describable(b2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    a_desc = TensorDescriptor.from_tensor(a2d, [config.block_m, config.block_k])
+    a_desc = TensorDescriptor.from_tensor(a, a_block)
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
-    tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
-    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w]
-    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
-    out2d = out.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k) if channels_last else None
-    if config.persistent and out2d is not None and describable(out2d, problem.itemsize):
-        out_desc = TensorDescriptor.from_tensor(out2d, [config.block_m, config.block_n])
+    m_tiles = (cdiv(problem.gemm_m, config.block_m) if box_q == 0 else
+               grid_images * cdiv(grid_rows, config.block_m // box_q) * cdiv(problem.out_w, box_q))
+    tiles = m_tiles * cdiv(problem.k, config.block_n)
+    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, grid_images, grid_rows]
+    if config.persistent and out_view is not None and describable(out_view, problem.itemsize):
+        out_desc = TensorDescriptor.from_tensor(out_view, out_block)
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
-                      a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], **constexprs)
-    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, **constexprs)
+                      a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], BOX_Q=box_q, **constexprs)
+    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides,
+                  BOX_Q=box_q, **constexprs)
 
 
 def _tma_gemm_arguments(
