@@ -41,7 +41,7 @@ from tileconv.testing import random_inputs  # noqa: E402
 TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
-KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
            "conv2d_depthwise_halo_kernel")
@@ -258,6 +258,9 @@ CASES = [
     ("tma_rows", "vae c512 hw128 k512"),
     ("implicit_gemm_ws", "seed000"),  # Gluon: warp-specialized, cp.async + TMA into an mbarrier ring
     ("implicit_gemm_ws", "r50 c256 hw56 k512 1x1/2"),
+    ("gemm_1x1", "r50 c256 hw56 k512 1x1/2"),  # strided: 4D boxes of the strided view
+    ("gemm_1x1_ws", "r50 c64 hw56 k64 1x1/1"),  # Gluon: a one-warp TMA loader, the ws MMA partition
+    ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),
     ("dense_toeplitz", "seed003"),
     ("depthwise_plane", "replknet dw13x13 c1024 hw7"),  # several channels a program: batched mma.sync
 ]
@@ -267,6 +270,8 @@ INT64_CASES = [
     ("implicit_gemm", "r50 c64 hw56 k64 3x3/1"),
     ("tma_rows", "vae c512 hw128 k512"),
     ("implicit_gemm_ws", "seed000"),
+    ("gemm_1x1", "r50 c256 hw56 k512 1x1/2"),
+    ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),

@@ -437,6 +437,22 @@ CONFIG_CASES = [
          activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 64, 8, 4, 6, pingpong=1)),
     Case(4, 24, 64, 64, 136, 3, 3, stride=2, padding=1, dtype="tf32", layout="nhwc", activation="silu",
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4, pingpong=1)),
+    # gemm_1x1_ws (Gluon, Hopper only: skipped under the interpreter): gemm_1x1's views through a
+    # one-warp TMA loader. Stride 1 with M, K and C tails (C = 40 in a 64-channel step: zero fill
+    # on both operands), the whole epilogue; strided with merged images (2 rows of 8 columns for
+    # Q = 5, 64-pixel tiles of 8 such rows), bf16, a ring of 2; unmerged (H = 9, strides (2, 3))
+    # in TF32 stepping 64 channels (256-byte rows: two swizzle atoms); a 64-pixel box along a
+    # 150-wide output row (three segments, the last past its end); ping-pong over 384 tiles.
+    Case(2, 40, 5, 7, 72, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="gemm_1x1_ws", config=LaunchConfig(128, 64, 64, 8, 4, 3)),
+    Case(3, 24, 6, 10, 40, 1, 1, stride=2, dtype="bf16", layout="nhwc", bias=True, residual=True,
+         activation="silu", algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 16, 8, 4, 2)),
+    Case(2, 96, 9, 10, 20, 1, 1, stride=(2, 3), dtype="tf32", layout="nhwc", bias=True,
+         algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 64, 8, 4, 3)),
+    Case(2, 16, 3, 300, 24, 1, 1, stride=(1, 2), dtype="tf32", layout="nhwc", residual=True, activation="relu",
+         algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4)),
+    Case(16, 32, 64, 64, 320, 1, 1, stride=2, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4, pingpong=1)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,

@@ -48,6 +48,9 @@ def test_fast_paths_use_hopper_instructions():
             assert row["LDGSTS"] > 0, "operand loads are not cp.async: " + where
         if algorithm in ("gemm_1x1", "tma_rows"):  # both operands by TMA: no cp.async, no gathers
             assert row["UTMALDG"] > 0 and row["LDGSTS"] == 0, "operand loads are not TMA bulk copies: " + where
+        if algorithm == "gemm_1x1_ws":  # a TMA loader warp (no cp.async), wgmma, 16-byte output stores
+            assert row["HGMMA"] > 0 and row["UTMALDG"] > 0 and row["LDGSTS"] == 0, where
+            assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where
         if algorithm == "implicit_gemm_ws":  # loader warps: cp.async gathers and the weight by TMA; wgmma
             assert row["HGMMA"] > 0 and row["LDGSTS.128"] > 0 and row["UTMALDG"] > 0, where
             assert row["STG.128"] > 0, "output stores narrower than 16 bytes: " + where

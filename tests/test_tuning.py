@@ -343,14 +343,16 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
 def test_which_algorithms_race():
     resnet = get_suite("resnet50")[3].problem()  # 1x1, stride 1, NHWC, 56 wide: the three tensor-core GEMMs
     # and on a Hopper GPU the warp-specialized one (Gluon: not under the interpreter)
-    ws = ["implicit_gemm_ws"] if implicit_gemm_ws_unsupported_reason(resnet) is None else []
-    assert algorithms_to_try(resnet) == ["gemm_1x1", "implicit_gemm", *ws, "tma_rows"]
+    hopper = implicit_gemm_ws_unsupported_reason(resnet) is None
+    ws = ["implicit_gemm_ws"] if hopper else []
+    ws_1x1 = ["gemm_1x1_ws"] if hopper else []  # gemm_1x1's views through a TMA loader warp
+    assert algorithms_to_try(resnet) == ["gemm_1x1", "implicit_gemm", *ws, *ws_1x1, "tma_rows"]
     narrow = get_suite("resnet50")[7].problem()  # 28 wide: most of a 64-pixel row segment wasted
-    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["gemm_1x1", "implicit_gemm", *ws]
+    assert narrow.out_w == 28 and algorithms_to_try(narrow) == ["gemm_1x1", "implicit_gemm", *ws, *ws_1x1]
     strided = get_suite("resnet50")[8].problem()  # a 1x1 stride-2 downsample: gemm_1x1 over the strided
-    # view's row boxes races (the warp-specialized kernel is the heuristics' choice there on a Hopper GPU)
+    # view's row boxes races (its warp-specialized form is the heuristics' choice there on a Hopper GPU)
     assert strided.stride == (2, 2) and algorithms_to_try(strided) == (
-        ["implicit_gemm_ws", "implicit_gemm", "gemm_1x1"] if ws else ["implicit_gemm", "gemm_1x1"])
+        ["gemm_1x1_ws", "implicit_gemm", "implicit_gemm_ws", "gemm_1x1"] if hopper else ["implicit_gemm", "gemm_1x1"])
     # Both CUDA-core kernels (each wins some depthwise shapes); a GEMM tile is 3/256 useful.
     for depthwise in (case.problem() for case in get_suite("depthwise")):
         assert algorithms_to_try(depthwise)[0] == choose_algorithm(depthwise)

@@ -424,6 +424,15 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     return list(dict.fromkeys(fitted))
 
 
+def gemm_1x1_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """implicit_gemm_ws's configs (the same ring a stage), each one-warpgroup tile also in
+    ping-pong (two MMA warpgroups taking the tiles in turn: one's epilogue under the other's
+    main loop), after the first two."""
+    configs = implicit_gemm_ws_candidates(problem, limits)
+    pingpong = [replace(config, pingpong=1) for config in configs if config.num_warps == 4]
+    return list(dict.fromkeys([*configs[:2], *pingpong, *configs[2:]]))
+
+
 # --------------------------------------------------------------------- CUDA-core kernels
 def _fits_registers(block_m: int, block_n: int, num_warps: int) -> bool:
     return block_m * block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * num_warps
@@ -636,6 +645,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1_nchw": gemm_1x1_nchw_candidates,
     "tma_rows": tma_rows_candidates,
     "implicit_gemm_ws": implicit_gemm_ws_candidates,
+    "gemm_1x1_ws": gemm_1x1_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "im2row": im2row_candidates,
     "staged_nhwc": staged_nhwc_candidates,

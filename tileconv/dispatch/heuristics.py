@@ -26,6 +26,7 @@ from ..kernels.launch import (
     depthwise_toeplitz_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
+    gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
     halo_tiling,
     im2row_unsupported_reason,
@@ -62,8 +63,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
     'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
-    'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, narrow outputs and strided 1x1 filters:
-    'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
+    'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters: 'gemm_1x1_ws';
+    narrow outputs: 'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
         # kernel won at 14 <= output width <= 28 with small filters (c384 hw14 3x3: 15.7 us
@@ -114,6 +115,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
         return "im2row"
+    if problem.stride != (1, 1) and gemm_1x1_ws_unsupported_reason(problem) is None:
+        return "gemm_1x1_ws"  # strided 1x1 on Hopper: see GEMM_1X1_WS_PINGPONG
     if ws_pays(problem):
         return "implicit_gemm_ws"
     if tma_rows_fits(problem):
@@ -144,6 +147,14 @@ def choose_algorithm(problem: ConvProblem) -> str:
 # against 480.1, 7 wide 60.3 against 79.7, 14 wide 49.5 against 53.2, 3x3/2 to 14 wide 49.0
 # against 54.4, c2048 1x1 at 7 wide 26.7 against 30.3; it lost at 28 and 56 wide.
 WS_MAX_WIDTH = 14
+
+
+# gemm_1x1_ws on ResNet-50's strided 1x1 rows (H200, batch 32, NHWC, 2026-11-24 session 19, tuning
+# with 40 candidates a row): it won five of the six fp16 and TF32 rows or came within 3% of the
+# winner (fp16 c256 hw56 k512/2 23.1 us against implicit_gemm_ws's 24.8, c1024 hw14 k2048/2 19.5;
+# TF32 44.3 against implicit_gemm's 47.9 and gemm_1x1's 46.0), the ping-pong 128x128 tile at 4
+# stages on four of them.
+GEMM_1X1_WS_PINGPONG = LaunchConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, pingpong=1)
 
 
 def ws_pays(problem: ConvProblem) -> bool:
@@ -273,8 +284,10 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_toeplitz_config(problem)
     if algorithm == "tma_rows":
         return _tma_rows_config(problem)
-    if algorithm == "implicit_gemm_ws":
+    if algorithm == "implicit_gemm_ws" or (algorithm == "gemm_1x1_ws" and problem.stride == (1, 1)):
         return _ws_config(problem)
+    if algorithm == "gemm_1x1_ws":
+        return replace(GEMM_1X1_WS_PINGPONG, block_k=64 if problem.itemsize == 2 else 32)
     if algorithm == "dense_toeplitz":
         return _dense_toeplitz_config(problem)
     if algorithm == "depthwise_plane":

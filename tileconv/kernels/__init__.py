@@ -5,6 +5,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``implicit_gemm`` (:mod:`.implicit_gemm`): tensor-core implicit GEMM, every problem.
 - ``gemm_1x1`` (:mod:`.gemm_1x1`): unpadded 1x1 NHWC convolutions as a TMA-fed GEMM (strided
   ones over boxes of the strided view).
+- ``gemm_1x1_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): gemm_1x1's operands copied by a
+  one-warp TMA loader into the warp-specialized kernel's ring.
 - ``tma_rows`` (:mod:`.implicit_gemm_tma`): stride-1 NHWC convolutions, each tile a segment
   of an output row, both operands by TMA (the padding halo is the copy engine's zero fill).
 - ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM
@@ -68,6 +70,7 @@ from .launch import (
     depthwise_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
+    gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
     im2row_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
@@ -80,6 +83,7 @@ from .launch import (
     launch_direct,
     launch_gemm_1x1,
     launch_gemm_1x1_nchw,
+    launch_gemm_1x1_ws,
     launch_grouped_gemm,
     launch_im2row,
     launch_implicit_gemm,
@@ -134,9 +138,15 @@ ALGORITHMS: dict[str, Algorithm] = {
     ),
     "gemm_1x1": Algorithm(
         "gemm_1x1",
-        "1x1 stride-1 NHWC convolution as a GEMM fed by bulk tensor copies (TMA)",
+        "unpadded 1x1 NHWC convolution (strided: over the strided view) as a GEMM fed by bulk tensor copies (TMA)",
         launch_gemm_1x1,
         gemm_1x1_unsupported_reason,
+    ),
+    "gemm_1x1_ws": Algorithm(
+        "gemm_1x1_ws",
+        "gemm_1x1 warp-specialized (Gluon, Hopper): a one-warp TMA loader fills a ring, MMA warps consume it",
+        launch_gemm_1x1_ws,
+        gemm_1x1_ws_unsupported_reason,
     ),
     "tma_rows": Algorithm(
         "tma_rows",

@@ -109,6 +109,35 @@ def output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w):
 
 
 @triton.jit
+def box_of(pid_m, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
+    """M-tile index -> (img, p0, q0) for GEMMs whose M tile is a box of output pixels (the
+    strided 1x1 kernels): output rows p0 .. p0 + BLOCK_M // BOX_Q of grid image img, columns
+    q0 .. q0 + BOX_Q. The grid is NI images of PI output rows: (N, P), or (1, N*P) where the
+    batch and the rows merge; an output row wider than BOX_Q takes several boxes."""
+    BOX_H: tl.constexpr = BLOCK_M // BOX_Q
+    segments = tl.cdiv(Q, BOX_Q)
+    per_image = tl.cdiv(PI, BOX_H) * segments
+    img = pid_m // per_image
+    rest = pid_m - img * per_image
+    box_row = rest // segments
+    return img, box_row * BOX_H, (rest - box_row * segments) * BOX_Q
+
+
+@triton.jit
+def box_pixels(i, img, p0, q0, PI, P, Q, BOX_Q: tl.constexpr, INT64: tl.constexpr):
+    """A box's pixels ``i`` (indices into the tile, row-major: an arange in the caller's
+    layout) -> (n, p, q) of the output and whether each is one (rows past the grid image's
+    last, columns past Q: the box's zero fill). See :func:`box_of`."""
+    grid_row = p0 + i // BOX_Q
+    q_idx = q0 + i % BOX_Q
+    row = img * PI + grid_row  # n * P + p
+    if INT64:
+        row = row.to(tl.int64)
+    n_idx = row // P
+    return n_idx, row - n_idx * P, q_idx, (grid_row < PI) & (q_idx < Q)
+
+
+@triton.jit
 def store_output_tile(
     acc,  # [BLOCK_M, BLOCK_N] fp32 convolution result
     out_ptr, bias_ptr, res_ptr,

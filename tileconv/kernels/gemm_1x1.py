@@ -29,34 +29,7 @@ BLOCK_K] operand through registers (ldmatrix, then wgmma with A from registers).
 import triton
 import triton.language as tl
 
-from .common import dot_acc, epilogue, output_pixels, store_output_tile, swizzle_tile
-
-
-@triton.jit
-def _box_of(pid_m, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
-    """M-tile index -> (img, p0, q0): the tile's box is output rows p0 .. p0 + BLOCK_M // BOX_Q
-    of grid image img, columns q0 .. q0 + BOX_Q (the grid: NI images of PI output rows)."""
-    BOX_H: tl.constexpr = BLOCK_M // BOX_Q
-    segments = tl.cdiv(Q, BOX_Q)
-    per_image = tl.cdiv(PI, BOX_H) * segments
-    img = pid_m // per_image
-    rest = pid_m - img * per_image
-    box_row = rest // segments
-    return img, box_row * BOX_H, (rest - box_row * segments) * BOX_Q
-
-
-@triton.jit
-def _box_pixels(img, p0, q0, PI, P, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr, INT64: tl.constexpr):
-    """The box's BLOCK_M pixels, row-major -> (n, p, q) of the output and whether each is one
-    (rows past the grid image's last, columns past Q: the box's zero fill)."""
-    i = tl.arange(0, BLOCK_M)
-    grid_row = p0 + i // BOX_Q
-    q_idx = q0 + i % BOX_Q
-    row = img * PI + grid_row  # n * P + p
-    if INT64:
-        row = row.to(tl.int64)
-    n_idx = row // P
-    return n_idx, row - n_idx * P, q_idx, (grid_row < PI) & (q_idx < Q)
+from .common import box_of, box_pixels, dot_acc, epilogue, output_pixels, store_output_tile, swizzle_tile
 
 
 @triton.jit
@@ -70,8 +43,8 @@ def _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr,
         n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
         return n_idx, p_idx, q_idx, offs_m < M
     else:
-        img, p0, q0 = _box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
-        return _box_pixels(img, p0, q0, PI, P, Q, BLOCK_M, BOX_Q, INT64)
+        img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        return box_pixels(tl.arange(0, BLOCK_M), img, p0, q0, PI, P, Q, BOX_Q, INT64)
 
 
 @triton.jit
@@ -81,7 +54,7 @@ def _a_tile(a_desc, pid_m, c0, PI, Q, BLOCK_M: tl.constexpr, BLOCK_K: tl.constex
     if BOX_Q == 0:
         return a_desc.load([pid_m * BLOCK_M, c0])
     else:
-        img, p0, q0 = _box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
         return a_desc.load([img, p0, q0, c0]).reshape(BLOCK_M, BLOCK_K)
 
 
@@ -159,6 +132,6 @@ def conv1x1_tma_persistent_kernel(
         if BOX_Q == 0:
             out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], out.to(out_desc.dtype))
         else:  # the copy engine drops the box's rows and columns outside the output
-            img, p0, q0 = _box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+            img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
             out_desc.store([img, p0, q0, pid_n * BLOCK_N],
                            out.to(out_desc.dtype).reshape(1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_N))

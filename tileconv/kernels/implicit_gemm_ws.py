@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import output_pixels, store_output_tile, swizzle_tile
+from .common import box_of, box_pixels, output_pixels, store_output_tile, swizzle_tile
 
 
 @gluon.jit
@@ -91,7 +91,7 @@ def _loader_partition(
 def _mma_partition(
     a_bufs, b_bufs, ready, empty, turn,
     out_ptr, bias_ptr, res_ptr,
-    M, C, K, P, Q, R, S,
+    M, K, P, Q, PI, num_m, steps,  # num_m tiles along M, steps a tile; PI: a box grid's rows (BOX_Q > 0)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
@@ -99,6 +99,7 @@ def _mma_partition(
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
     CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
+    BOX_Q: gl.constexpr,  # 0: the M tile is BLOCK_M consecutive output pixels; else a box (common.box_of)
 ):
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
     consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
@@ -112,9 +113,7 @@ def _mma_partition(
                                                         instr_shape=[16, BLOCK_N, MMA_K])
     # The epilogue's layout: each thread 8 consecutive output channels (16-byte fp16 stores).
     out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
-    num_m = gl.cdiv(M, BLOCK_M)
     num_n = gl.cdiv(K, BLOCK_N)
-    steps = R * S * (C // BLOCK_K)
     first = gl.program_id(0) + CONSUMER * gl.num_programs(0)
     own = 0  # this consumer's tiles so far
     for tile in range(first, num_m * num_n, CONSUMERS * gl.num_programs(0)):
@@ -142,12 +141,18 @@ def _mma_partition(
         own += 1
 
         out = gl.convert_layout(acc, out_layout)
-        offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
+        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
-        if INT64:
-            offs_m = offs_m.to(gl.int64)
-        n, p, q, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
-        store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, offs_m < M, offs_k, offs_k < K,
+        if BOX_Q == 0:
+            offs_m = pid_m * BLOCK_M + rows
+            if INT64:
+                offs_m = offs_m.to(gl.int64)
+            n, p, q, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
+            mask_m = offs_m < M
+        else:
+            img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+            n, p, q, mask_m = box_pixels(rows, img, p0, q0, PI, P, Q, BOX_Q, INT64)
+        store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
                           stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                           alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
 
@@ -188,29 +193,127 @@ def conv2d_implicit_gemm_ws_kernel(
         mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + 1)
         mbarrier.init(empty.index(i), count=1)
 
+    num_m = gl.cdiv(M, BLOCK_M)
+    steps = R * S * (C // BLOCK_K)
     # (Partition arguments are written out in each call: a tuple held in a variable would turn
     # the constexprs in it into tensors.)
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, 0)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
         ], [LOADER_WARPS], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, 0)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, C, K, P, Q, R, S,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, 0)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
+
+
+@gluon.jit
+def _tma_loader_partition(
+    x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    BOX_Q: gl.constexpr,
+):
+    """Fill the ring by bulk copies only (one warp): for every tile and channel step of this
+    program, the A box and the weight tile into one stage, both counted on its mbarrier.
+    A strided problem's 4D box lands in the stage's [BLOCK_M, BLOCK_K] buffer as the same
+    bytes: BOX_Q is a multiple of 8 rows or the whole tile, so the 128-byte swizzle of
+    row i is the same in both shapes."""
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    nbytes: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
+    it = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        img = 0
+        p0 = 0
+        q0 = 0
+        if BOX_Q > 0:
+            img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        for step in range(steps):
+            stage = it % STAGES
+            mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
+            bar = ready.index(stage)
+            mbarrier.expect(bar, nbytes)
+            tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
+            if BOX_Q == 0:
+                tma.async_copy_global_to_shared(x_desc, [pid_m * BLOCK_M, step * BLOCK_K], bar, a_bufs.index(stage))
+            else:
+                box = a_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
+                tma.async_copy_global_to_shared(x_desc, [img, p0, q0, step * BLOCK_K], bar, box)
+            it += 1
+
+
+@gluon.jit
+def conv1x1_ws_kernel(
+    x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M, BLOCK_K); or (BOX_Q > 0) over the
+             # strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
+    w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
+    out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
+    M, K, C, P, Q, NI, PI,  # M = N*P*Q; (NI, PI): the box grid (see common.box_of)
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    BOX_Q: gl.constexpr,  # 0: stride 1, x a 2D matrix; else the box's columns
+    STAGES: gl.constexpr, LOADER_REGS: gl.constexpr, MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr,
+    CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, INT64: gl.constexpr,
+):
+    """A 1x1 unpadded convolution of any stride, warp-specialized as the kernel above, with
+    both operands by bulk copy: a one-warp loader (TMA, zero fill for every tail: C need not
+    be a multiple of BLOCK_K), the same MMA partitions and epilogue."""
+    dtype: gl.constexpr = w_desc.dtype
+    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], dtype)
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)  # the loader's expect; the copies' bytes complete it
+        mbarrier.init(empty.index(i), count=1)
+    if BOX_Q == 0:
+        num_m = gl.cdiv(M, BLOCK_M)
+    else:
+        num_m = NI * gl.cdiv(PI, BLOCK_M // BOX_Q) * gl.cdiv(Q, BOX_Q)
+    num_n = gl.cdiv(K, BLOCK_N)
+    steps = gl.cdiv(C, BLOCK_K)
+    if CONSUMERS == 1:
+        gl.warp_specialize([
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, PI, num_m, steps,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q)),
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
+        ], [1], [LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, PI, num_m, steps,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q)),
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, PI, num_m, steps,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q)),
+        ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

@@ -32,7 +32,7 @@ from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
-from .implicit_gemm_ws import conv2d_implicit_gemm_ws_kernel
+from .implicit_gemm_ws import conv1x1_ws_kernel, conv2d_implicit_gemm_ws_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
 from .weights import (
     block_diagonal_weight,
@@ -168,6 +168,41 @@ def _merged_images(t4d: torch.Tensor) -> torch.Tensor | None:
     return t4d.as_strided((1, n * rows, columns, channels), (n * rows * t4d.stride(1), *t4d.stride()[1:]))
 
 
+@dataclass(frozen=True)
+class _GemmViews:
+    """gemm_1x1's operand and output views (see :func:`_gemm_1x1_views`)."""
+    a: torch.Tensor  # (M, C), or (NI, PI, Q, C): the strided view
+    a_block: list[int]
+    out: torch.Tensor | None  # (M, K), or (NI, PI, Q, K); None: not channels_last
+    out_block: list[int]
+    box_q: int  # 0: stride 1, a plain matrix; else the boxes' columns
+    grid: tuple[int, int]  # (NI, PI): the box grid's images and rows per image
+    m_tiles: int
+
+
+def _gemm_1x1_views(problem: ConvProblem, x: torch.Tensor, out: torch.Tensor, config: LaunchConfig,
+                    block_k: int) -> _GemmViews:
+    """The views the 1x1 kernels' bulk copies read and write. Stride 1: x as an (M, C) matrix
+    and the output as (M, K) (channels_last views, no copies). Strided: the strided view
+    x[:, ::U, ::V] as (N, P, Q, C) and the output as (N, P, Q, K), each merged into one image of
+    N*P rows where both allow it, read and written in boxes of whole output rows."""
+    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
+    out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
+    if problem.stride == (1, 1):
+        return _GemmViews(x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c), [config.block_m, block_k],
+                          out4d.reshape(problem.gemm_m, problem.k) if channels_last else None,
+                          [config.block_m, config.block_n], 0, (1, problem.gemm_m), cdiv(problem.gemm_m, config.block_m))
+    box_q = box_columns(problem.out_w, config.block_m)
+    box_h = config.block_m // box_q
+    a = x.permute(0, 2, 3, 1)[:, ::problem.stride[0], ::problem.stride[1], :]  # (N, P, Q, C)
+    merged_a, merged_out = _merged_images(a), _merged_images(out4d)
+    if merged_a is not None and merged_out is not None:
+        a, out4d = merged_a, merged_out
+    grid = (a.shape[0], a.shape[1])
+    return _GemmViews(a, [1, box_h, box_q, block_k], out4d if channels_last else None, [1, box_h, box_q, config.block_n],
+                      box_q, grid, grid[0] * cdiv(grid[1], box_h) * cdiv(problem.out_w, box_q))
+
+
 def launch_gemm_1x1(
     problem: ConvProblem,
     x: torch.Tensor,
@@ -185,39 +220,21 @@ def launch_gemm_1x1(
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     b2d = weight.reshape(problem.k, problem.c)
-    out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
-    channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
-    box_q = 0 if problem.stride == (1, 1) else box_columns(problem.out_w, config.block_m)
-    grid_images, grid_rows = 1, problem.gemm_m  # (NI, PI): the strided form's box grid
-    if box_q == 0:
-        a = x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c)  # a view: x is channels_last
-        a_block = [config.block_m, config.block_k]
-        out_view = out4d.reshape(problem.gemm_m, problem.k) if channels_last else None
-        out_block = [config.block_m, config.block_n]
-    else:
-        a = x.permute(0, 2, 3, 1)[:, ::problem.stride[0], ::problem.stride[1], :]  # (N, P, Q, C)
-        merged_a, merged_out = _merged_images(a), _merged_images(out4d)
-        if merged_a is not None and merged_out is not None:
-            a, out4d = merged_a, merged_out
-        grid_images, grid_rows = a.shape[0], a.shape[1]
-        a_block = [1, config.block_m // box_q, box_q, config.block_k]
-        out_view = out4d if channels_last else None
-        out_block = [1, config.block_m // box_q, box_q, config.block_n]
-    if not (describable(a, problem.itemsize) and describable(b2d, problem.itemsize)):
+    views = _gemm_1x1_views(problem, x, out, config, config.block_k)
+    if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    a_desc = TensorDescriptor.from_tensor(a, a_block)
+    a_desc = TensorDescriptor.from_tensor(views.a, views.a_block)
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
-    m_tiles = (cdiv(problem.gemm_m, config.block_m) if box_q == 0 else
-               grid_images * cdiv(grid_rows, config.block_m // box_q) * cdiv(problem.out_w, box_q))
-    tiles = m_tiles * cdiv(problem.k, config.block_n)
-    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, grid_images, grid_rows]
-    if config.persistent and out_view is not None and describable(out_view, problem.itemsize):
-        out_desc = TensorDescriptor.from_tensor(out_view, out_block)
+    tiles = views.m_tiles * cdiv(problem.k, config.block_n)
+    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, *views.grid]
+    if config.persistent and views.out is not None and describable(views.out, problem.itemsize):
+        out_desc = TensorDescriptor.from_tensor(views.out, views.out_block)
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
-                      a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], BOX_Q=box_q, **constexprs)
+                      a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], BOX_Q=views.box_q,
+                      **constexprs)
     return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides,
-                  BOX_Q=box_q, **constexprs)
+                  BOX_Q=views.box_q, **constexprs)
 
 
 def _tma_gemm_arguments(
@@ -375,6 +392,64 @@ def launch_implicit_gemm_ws(
                   *epilogue_strides, problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   STAGES=config.num_stages, LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS,
+                  MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
+                  CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
+                  INT64=needs_int64(problem), num_warps=config.num_warps,
+                  maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
+
+
+# gemm_1x1_ws's loader: one warp issuing bulk copies (a tile index and a few coordinates).
+WS_TMA_LOADER_REGS = 40
+
+
+def gemm_1x1_ws_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_gemm_1x1_ws` cannot run ``problem`` (None if it can)."""
+    if INTERPRET:
+        return "it is a Gluon kernel for Hopper (warp specialization): it does not run under Triton's interpreter"
+    if not _is_hopper():
+        return "it is a Gluon kernel for Hopper (wgmma, TMA, warp specialization): it needs an sm_90 GPU"
+    if (reason := gemm_1x1_unsupported_reason(problem)) is not None:
+        return reason
+    if problem.dtype == torch.float32 and not problem.allow_tf32:
+        return "its wgmma multiplies float32 as TF32: strict float32 (allow_tf32 off) is not its"
+    return None
+
+
+def launch_gemm_1x1_ws(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv1x1_ws_kernel`: gemm_1x1's operand views (:func:`_gemm_1x1_views`)
+    copied by a one-warp TMA loader into a ring of ``config.num_stages`` stages that
+    ``config.num_warps`` MMA warps consume (with ``config.pingpong``, two warpgroups in turn),
+    one program an SM. A tensor the copy engine cannot describe runs on the implicit GEMM
+    instead, with the same result."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: gemm_1x1_ws has no split-K (use implicit_gemm)")
+    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
+        raise ValueError(f"config num_warps={config.num_warps}: gemm_1x1_ws runs 4 or 8 MMA warps "
+                         "(4, one warpgroup, for each of ping-pong's two)")
+    b2d = weight.reshape(problem.k, problem.c)
+    views = _gemm_1x1_views(problem, x, out, config, config.block_k)
+    if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+    dtype = _GLUON_DTYPES[problem.dtype]
+    a_desc = GluonTensorDescriptor.from_tensor(views.a, views.a_block,
+                                               gl.NVMMASharedLayout.get_default_for(views.a_block, dtype))
+    w_block = [config.block_n, config.block_k]
+    w_desc = GluonTensorDescriptor.from_tensor(b2d, w_block, gl.NVMMASharedLayout.get_default_for(w_block, dtype))
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    tiles = views.m_tiles * cdiv(problem.k, config.block_n)
+    return launch(conv1x1_ws_kernel, (min(tiles, sm_count(out.device)),),
+                  a_desc, w_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+                  *views.grid, *epilogue_strides, **epilogue,
+                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+                  BOX_Q=views.box_q, STAGES=config.num_stages, LOADER_REGS=WS_TMA_LOADER_REGS,
                   MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
                   CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
                   INT64=needs_int64(problem), num_warps=config.num_warps,
