@@ -265,20 +265,25 @@ def test_a_misaligned_view_gets_its_own_plan(seed: int):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algo", ["gemm_1x1", "split_k", "tma_rows"])
+@pytest.mark.parametrize("algo", ["gemm_1x1", "gemm_1x1_strided", "gemm_1x1_ws", "split_k", "tma_rows"])
 def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str):
     """gemm_1x1 reads its operands through TMA descriptors, which a replay describes again
-    over each call's tensors; split-K sums partial results in a scratch tensor, which a
-    replay allocates afresh (two launches per call). tma_rows (persistent) has three
-    descriptors: a 4D view of the input, a 3D view of the derived weight, the output."""
+    over each call's tensors (strided: 4D views of the input's strided view and of the output,
+    in the persistent form and in gemm_1x1_ws's Gluon descriptors); split-K sums partial results
+    in a scratch tensor, which a replay allocates afresh (two launches per call). tma_rows
+    (persistent) has three descriptors: a 4D view of the input, a 3D view of the derived
+    weight, the output."""
     from tileconv import dispatch
     from tileconv.kernels import ALGORITHMS, LaunchConfig
 
+    if algo == "gemm_1x1_ws" and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("gemm_1x1_ws is a Gluon kernel for Hopper (sm_90)")
     monkeypatch.setattr(dispatch, "_selected", {})
     monkeypatch.setattr(call_plans, "_plans", {})
     original = dispatch.select
 
     r = 3 if algo == "tma_rows" else 1
+    stride = 1 if algo in ("gemm_1x1", "split_k", "tma_rows") else 2
 
     def tma(problem, algo_=algo, device=None):
         if algo == "tma_rows" and (problem.r, problem.s) == (3, 3):
@@ -286,6 +291,10 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
         if (problem.r, problem.s) == (1, 1):
             if algo == "gemm_1x1":
                 return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)
+            if algo == "gemm_1x1_strided":
+                return ALGORITHMS["gemm_1x1"], LaunchConfig(64, 64, 64, 8, 4, 3, persistent=1)
+            if algo == "gemm_1x1_ws":
+                return ALGORITHMS["gemm_1x1_ws"], LaunchConfig(128, 64, 64, 8, 4, 3, pingpong=1)
             return ALGORITHMS["implicit_gemm"], LaunchConfig(64, 64, 32, 8, 4, 3, split_k=4)
         return original(problem, "auto", device)
 
@@ -298,9 +307,9 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
         x = x.contiguous(memory_format=torch.channels_last)
         torch.full((4, 96, 20, 20), float("nan"), device="cuda", dtype=torch.float16)
         with torch.no_grad():
-            out = tileconv.conv2d(x, weight, bias, padding=r // 2, activation="relu")
-        ref = tileconv.conv2d_reference(x, weight, bias, padding=r // 2, activation="relu")
-        problem = tileconv.problem_from_arguments(x, weight, bias, padding=r // 2, activation="relu")
+            out = tileconv.conv2d(x, weight, bias, stride=stride, padding=r // 2, activation="relu")
+        ref = tileconv.conv2d_reference(x, weight, bias, stride=stride, padding=r // 2, activation="relu")
+        problem = tileconv.problem_from_arguments(x, weight, bias, stride=stride, padding=r // 2, activation="relu")
         assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
     assert call_plans.stats()["plans"] == 1 and call_plans.stats()["replays"] >= 2
 
