@@ -75,6 +75,11 @@ def test_forced_algorithm_draws_only_what_it_computes():
     for i in range(30):
         case = verify.draw_case(3, i, limits, "depthwise")
         assert case.groups == case.c, case
+    # A channels_last-only kernel: the draw reads each case in its own layout and dtype (it once
+    # read every case as an NCHW float32 tensor, so forcing gemm_1x1 never drew a case).
+    for i in range(30):
+        case = verify.draw_case(3, i, limits, "gemm_1x1")
+        assert case.layout == "nhwc" and (case.r, case.s) == (1, 1) and case.groups == 1, case
 
 
 def test_run_case_is_deterministic_and_passes(device: str):

@@ -151,12 +151,17 @@ def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto", pass_: 
             dtype=rng.choice(DTYPE_CHOICES), layout=rng.choice(["nchw", "nhwc"]),
             activation=_draw_activation(rng), bias=rng.random() < 0.5, residual=rng.random() < 0.5,
         )
-        x = torch.empty(case.n, case.c, case.h, case.w, device="meta")
-        weight = torch.empty(case.k, case.c // case.groups, case.r, case.s, device="meta")
+        # The problem as the run will read it: its dtype, layout and TF32 flag (a forced
+        # channels_last-only kernel never computed a problem drawn from an NCHW float32 tensor).
+        _, x, weight = _meta_operands(case)
+        previous_tf32 = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
         try:
             problem = problem_from_arguments(x, weight, None, *case.arguments)
         except ValueError:  # output size <= 0, or 'same' with a stride: draw again
             continue
+        finally:
+            torch.backends.cudnn.allow_tf32 = previous_tf32
         if algo in registry and registry[algo].unsupported_reason(problem) is not None:
             continue
         return case
