@@ -297,11 +297,14 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
-        # 128x64 for K <= 64, 4 warps, 4 stages. Large GEMMs keep the implicit GEMM's tiles,
-        # one a program, as measured.
+        # 128x64 for K <= 64, 4 warps, 4 stages (3 in float32: forced through `verify --algo
+        # gemm_1x1` on an H200, session 19, three TF32 problems with K = 68 to 88 compiled to
+        # 262,176 bytes of shared memory at 4 stages, over the 232,448 a block may have: the ring's
+        # 128 KB and as much again for the epilogue). Large GEMMs keep the implicit GEMM's tiles, one a
+        # program, as measured.
         return LaunchConfig(block_m=128, block_n=64 if problem.k <= 64 else 128,
                             block_k=_pow2_between(problem.c, 16, 64 if problem.itemsize == 2 else 32),
-                            group_m=8, num_warps=4, num_stages=4, persistent=1)
+                            group_m=8, num_warps=4, num_stages=4 if problem.itemsize == 2 else 3, persistent=1)
     if INTERPRET:
         # The interpreter's cost is per program and per loop step: few, large tiles.
         if algorithm == "direct":
