@@ -330,18 +330,26 @@ def _is_hopper() -> bool:
     return capability is not None and capability[0] == 9
 
 
-def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_implicit_gemm_ws` cannot run ``problem`` (None if it can)."""
+def _ws_machine_reason(problem: ConvProblem) -> str | None:
+    """What keeps the warp-specialized Gluon kernels off ``problem`` whatever its shape: the
+    interpreter, a GPU that is not a Hopper, strict float32."""
     if INTERPRET:
         return "it is a Gluon kernel for Hopper (warp specialization): it does not run under Triton's interpreter"
     if not _is_hopper():
         return "it is a Gluon kernel for Hopper (wgmma, TMA, warp specialization): it needs an sm_90 GPU"
+    if problem.dtype == torch.float32 and not problem.allow_tf32:
+        return "its wgmma multiplies float32 as TF32: strict float32 (allow_tf32 off) is not its"
+    return None
+
+
+def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_implicit_gemm_ws` cannot run ``problem`` (None if it can)."""
+    if (reason := _ws_machine_reason(problem)) is not None:
+        return reason
     if problem.groups != 1:
         return "it needs groups=1"
     if problem.layout != "nhwc":
         return "its loader gathers 16-byte channel segments: it needs channels_last"
-    if problem.dtype == torch.float32 and not problem.allow_tf32:
-        return "its wgmma multiplies float32 as TF32: strict float32 (allow_tf32 off) is not its"
     if problem.c % (32 // problem.itemsize):
         return f"its reduction steps are whole channel blocks: it needs C a multiple of {32 // problem.itemsize}"
     return None
@@ -371,11 +379,7 @@ def launch_implicit_gemm_ws(
     ``config.pingpong``, two such warpgroups taking the tiles in turn). An input whose
     channels are not contiguous or whose pixel strides are not multiples of 16 bytes (a sliced
     view) runs on the implicit GEMM instead, with the same result."""
-    if config.split_k > 1:
-        raise ValueError(f"config split_k={config.split_k}: implicit_gemm_ws has no split-K (use implicit_gemm)")
-    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
-        raise ValueError(f"config num_warps={config.num_warps}: implicit_gemm_ws runs 4 or 8 MMA warps "
-                         "(4, one warpgroup, for each of ping-pong's two)")
+    options = _ws_options(problem, config, "implicit_gemm_ws")
     block_k = ws_block_k(problem, config.block_k)
     w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
     # The loader's 16-byte gathers need what a copy engine's view of x as (N, H, W, C) needs.
@@ -391,11 +395,22 @@ def launch_implicit_gemm_ws(
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
                   *epilogue_strides, problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
-                  STAGES=config.num_stages, LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS,
-                  MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
-                  CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
-                  INT64=needs_int64(problem), num_warps=config.num_warps,
-                  maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
+                  LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, **options)
+
+
+def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
+    """The constexprs and launch options both warp-specialized kernels take from ``config``
+    (the ring's depth, the MMA partitions and their registers), after checking that ``name``
+    can run it."""
+    if config.split_k > 1:
+        raise ValueError(f"config split_k={config.split_k}: {name} has no split-K (use implicit_gemm)")
+    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
+        raise ValueError(f"config num_warps={config.num_warps}: {name} runs 4 or 8 MMA warps "
+                         "(4, one warpgroup, for each of ping-pong's two)")
+    return dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
+                NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
+                CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
+                maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
 
 
 # gemm_1x1_ws's loader: one warp issuing bulk copies (a tile index and a few coordinates).
@@ -404,15 +419,9 @@ WS_TMA_LOADER_REGS = 40
 
 def gemm_1x1_ws_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_gemm_1x1_ws` cannot run ``problem`` (None if it can)."""
-    if INTERPRET:
-        return "it is a Gluon kernel for Hopper (warp specialization): it does not run under Triton's interpreter"
-    if not _is_hopper():
-        return "it is a Gluon kernel for Hopper (wgmma, TMA, warp specialization): it needs an sm_90 GPU"
-    if (reason := gemm_1x1_unsupported_reason(problem)) is not None:
+    if (reason := _ws_machine_reason(problem)) is not None:
         return reason
-    if problem.dtype == torch.float32 and not problem.allow_tf32:
-        return "its wgmma multiplies float32 as TF32: strict float32 (allow_tf32 off) is not its"
-    return None
+    return gemm_1x1_unsupported_reason(problem)
 
 
 def launch_gemm_1x1_ws(
@@ -429,11 +438,7 @@ def launch_gemm_1x1_ws(
     ``config.num_warps`` MMA warps consume (with ``config.pingpong``, two warpgroups in turn),
     one program an SM. A tensor the copy engine cannot describe runs on the implicit GEMM
     instead, with the same result."""
-    if config.split_k > 1:
-        raise ValueError(f"config split_k={config.split_k}: gemm_1x1_ws has no split-K (use implicit_gemm)")
-    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
-        raise ValueError(f"config num_warps={config.num_warps}: gemm_1x1_ws runs 4 or 8 MMA warps "
-                         "(4, one warpgroup, for each of ping-pong's two)")
+    options = _ws_options(problem, config, "gemm_1x1_ws")
     b2d = weight.reshape(problem.k, problem.c)
     views = _gemm_1x1_views(problem, x, out, config, config.block_k)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
@@ -449,11 +454,7 @@ def launch_gemm_1x1_ws(
                   a_desc, w_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
                   *views.grid, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                  BOX_Q=views.box_q, STAGES=config.num_stages, LOADER_REGS=WS_TMA_LOADER_REGS,
-                  MMA_K=8 if problem.dtype == torch.float32 else 16, NUM_WARPS=config.num_warps,
-                  CONSUMERS=2 if config.pingpong else 1, CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS,
-                  INT64=needs_int64(problem), num_warps=config.num_warps,
-                  maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
+                  BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, **options)
 
 
 def describable(t: torch.Tensor, itemsize: int) -> bool:
