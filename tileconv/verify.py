@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import math
 import multiprocessing
@@ -133,8 +134,6 @@ def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto", pass_: 
     """Case ``index`` of ``seed``: random options until PyTorch's rules accept them (and the
     forced algorithm ``algo``, unless 'auto' or 'each', computes them; a backward algorithm
     with ``pass_`` 'bwd')."""
-    import torch
-
     from .kernels import ALGORITHMS, BACKWARD_ALGORITHMS
     from .problem import problem_from_arguments
 
@@ -154,14 +153,11 @@ def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto", pass_: 
         # The problem as the run will read it: its dtype, layout and TF32 flag (a forced
         # channels_last-only kernel never computed a problem drawn from an NCHW float32 tensor).
         _, x, weight = _meta_operands(case)
-        previous_tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
         try:
-            problem = problem_from_arguments(x, weight, None, *case.arguments)
+            with _tf32_of(case):
+                problem = problem_from_arguments(x, weight, None, *case.arguments)
         except ValueError:  # output size <= 0, or 'same' with a stride: draw again
             continue
-        finally:
-            torch.backends.cudnn.allow_tf32 = previous_tf32
         if algo in registry and registry[algo].unsupported_reason(problem) is not None:
             continue
         return case
@@ -220,20 +216,28 @@ def _run_chunk(indices: list[int], seed: int, limits: Limits, algo: str, device:
 def _checked(case: Case, check) -> Result:
     """``check(result)`` for ``case`` under its TF32 setting, timed; an exception is a failed
     case (its text the error), not the end of the run."""
-    import torch
-
     result = Result(case)
-    previous_tf32 = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
     start = time.perf_counter()
-    try:
-        check(result)
-    except Exception as error:  # a crash is a failed case, not the end of the run
-        result.ok, result.error = False, f"{type(error).__name__}: {error}"
-    finally:
-        torch.backends.cudnn.allow_tf32 = previous_tf32
+    with _tf32_of(case):
+        try:
+            check(result)
+        except Exception as error:  # a crash is a failed case, not the end of the run
+            result.ok, result.error = False, f"{type(error).__name__}: {error}"
     result.seconds = time.perf_counter() - start
     return result
+
+
+@contextlib.contextmanager
+def _tf32_of(case: Case):
+    """PyTorch's TF32 flag set as ``case`` asks (its dtype 'float32+tf32' or not) while inside."""
+    import torch
+
+    previous = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = case.dtype == "float32+tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous
 
 
 def _meta_operands(case: Case):

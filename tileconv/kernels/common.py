@@ -109,32 +109,45 @@ def output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w):
 
 
 @triton.jit
-def box_of(pid_m, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
-    """M-tile index -> (img, p0, q0) for GEMMs whose M tile is a box of output pixels (the
-    strided 1x1 kernels): output rows p0 .. p0 + BLOCK_M // BOX_Q of grid image img, columns
-    q0 .. q0 + BOX_Q. The grid is NI images of PI output rows: (N, P), or (1, N*P) where the
-    batch and the rows merge; an output row wider than BOX_Q takes several boxes."""
-    BOX_H: tl.constexpr = BLOCK_M // BOX_Q
-    segments = tl.cdiv(Q, BOX_Q)
-    per_image = tl.cdiv(PI, BOX_H) * segments
-    img = pid_m // per_image
-    rest = pid_m - img * per_image
-    box_row = rest // segments
-    return img, box_row * BOX_H, (rest - box_row * segments) * BOX_Q
+def tile_origin(pid_m, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
+    """Where M tile ``pid_m`` of the 1x1 GEMM kernels starts, as (img, row, col).
+
+    BOX_Q = 0 (stride 1): the tile is BLOCK_M consecutive rows of the (M, C) matrix from row
+    ``row`` (img and col are 0). BOX_Q > 0 (strided): the tile is a box of the strided view,
+    output rows row .. row + BLOCK_M // BOX_Q of grid image img, columns col .. col + BOX_Q.
+    The grid is images of PI output rows: (N, P), or (1, N*P) where the batch and the rows
+    merge; an output row wider than BOX_Q takes several boxes."""
+    if BOX_Q == 0:
+        return 0, pid_m * BLOCK_M, 0
+    else:
+        BOX_H: tl.constexpr = BLOCK_M // BOX_Q
+        segments = tl.cdiv(Q, BOX_Q)
+        per_image = tl.cdiv(PI, BOX_H) * segments
+        img = pid_m // per_image
+        rest = pid_m - img * per_image
+        box_row = rest // segments
+        return img, box_row * BOX_H, (rest - box_row * segments) * BOX_Q
 
 
 @triton.jit
-def box_pixels(i, img, p0, q0, PI, P, Q, BOX_Q: tl.constexpr, INT64: tl.constexpr):
-    """A box's pixels ``i`` (indices into the tile, row-major: an arange in the caller's
-    layout) -> (n, p, q) of the output and whether each is one (rows past the grid image's
-    last, columns past Q: the box's zero fill). See :func:`box_of`."""
-    grid_row = p0 + i // BOX_Q
-    q_idx = q0 + i % BOX_Q
-    row = img * PI + grid_row  # n * P + p
-    if INT64:
-        row = row.to(tl.int64)
-    n_idx = row // P
-    return n_idx, row - n_idx * P, q_idx, (grid_row < PI) & (q_idx < Q)
+def tile_pixels(i, img, row, col, M, PI, P, Q, BOX_Q: tl.constexpr, INT64: tl.constexpr):
+    """The pixels ``i`` of the tile at (img, row, col) (:func:`tile_origin`; ``i`` an arange
+    over the tile in the caller's layout) -> (n, p, q) of the output and whether each is one
+    (past M; in a box, rows past the grid image's last and columns past Q: the zero fill)."""
+    if BOX_Q == 0:
+        offs_m = row + i
+        if INT64:
+            offs_m = offs_m.to(tl.int64)
+        n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
+        return n_idx, p_idx, q_idx, offs_m < M
+    else:
+        grid_row = row + i // BOX_Q
+        q_idx = col + i % BOX_Q
+        flat_row = img * PI + grid_row  # n * P + p
+        if INT64:
+            flat_row = flat_row.to(tl.int64)
+        n_idx = flat_row // P
+        return n_idx, flat_row - n_idx * P, q_idx, (grid_row < PI) & (q_idx < Q)
 
 
 @triton.jit

@@ -29,41 +29,17 @@ BLOCK_K] operand through registers (ldmatrix, then wgmma with A from registers).
 import triton
 import triton.language as tl
 
-from .common import box_of, box_pixels, dot_acc, epilogue, output_pixels, store_output_tile, swizzle_tile
+from .common import dot_acc, epilogue, store_output_tile, swizzle_tile, tile_origin, tile_pixels
 
 
 @triton.jit
-def _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr, INT64: tl.constexpr):
-    """The M tile's pixels: (n, p, q), validity, and where its A box starts (the 2D matrix's
-    row m0 when BOX_Q is 0, else the 4D view's (img, p0, q0))."""
+def _a_tile(a_desc, img, row, col, c0, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BOX_Q: tl.constexpr):
+    """The A operand's [BLOCK_M, BLOCK_K] tile at (img, row, col) (common.tile_origin): a 2D box
+    of the (M, C) matrix, or (BOX_Q > 0) a 4D box of the strided view reshaped."""
     if BOX_Q == 0:
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        if INT64:
-            offs_m = offs_m.to(tl.int64)
-        n_idx, p_idx, q_idx, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
-        return n_idx, p_idx, q_idx, offs_m < M
+        return a_desc.load([row, c0])
     else:
-        img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
-        return box_pixels(tl.arange(0, BLOCK_M), img, p0, q0, PI, P, Q, BOX_Q, INT64)
-
-
-@triton.jit
-def _a_tile(a_desc, pid_m, c0, PI, Q, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BOX_Q: tl.constexpr):
-    """The A operand's [BLOCK_M, BLOCK_K] tile: a 2D box of the (M, C) matrix, or (BOX_Q > 0)
-    a 4D box of the strided view reshaped."""
-    if BOX_Q == 0:
-        return a_desc.load([pid_m * BLOCK_M, c0])
-    else:
-        img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
-        return a_desc.load([img, p0, q0, c0]).reshape(BLOCK_M, BLOCK_K)
-
-
-@triton.jit
-def _num_m_tiles(M, NI, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
-    if BOX_Q == 0:
-        return tl.cdiv(M, BLOCK_M)
-    else:
-        return NI * tl.cdiv(PI, BLOCK_M // BOX_Q) * tl.cdiv(Q, BOX_Q)
+        return a_desc.load([img, row, col, c0]).reshape(BLOCK_M, BLOCK_K)
 
 
 @triton.jit
@@ -73,7 +49,7 @@ def conv1x1_tma_kernel(
     b_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     M, K, C, P, Q,  # GEMM sizes (M = N*P*Q), output height and width
-    NI, PI,  # BOX_Q > 0: the box grid's images and rows per image (N, P; or 1, N*P merged)
+    num_m, PI,  # M tiles (the host's count); BOX_Q > 0: the box grid's rows per image (common.tile_origin)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
@@ -82,17 +58,17 @@ def conv1x1_tma_kernel(
     BOX_Q: tl.constexpr,  # 0: stride 1, A a 2D matrix; else a 4D box's columns (see the module)
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
 ):
-    num_m = _num_m_tiles(M, NI, PI, Q, BLOCK_M, BOX_Q)
     num_n = tl.cdiv(K, BLOCK_N)
     pid_m, pid_n = swizzle_tile(tl.program_id(0), num_m, num_n, GROUP_M)
+    img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, tl.cdiv(C, BLOCK_K)):
-        a = _a_tile(a_desc, pid_m, k0 * BLOCK_K, PI, Q, BLOCK_M, BLOCK_K, BOX_Q)
+        a = _a_tile(a_desc, img, row, col, k0 * BLOCK_K, BLOCK_M, BLOCK_K, BOX_Q)
         b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
         acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
 
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_idx, p_idx, q_idx, mask_m = _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M, BOX_Q, INT64)
+    n_idx, p_idx, q_idx, mask_m = tile_pixels(tl.arange(0, BLOCK_M), img, row, col, M, PI, P, Q, BOX_Q, INT64)
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, offs_n < K,
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
@@ -108,7 +84,7 @@ def conv1x1_tma_persistent_kernel(
                # BOX_Q > 0, as (NI, PI, Q, K), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_N)
     bias_ptr, res_ptr,
     M, K, C, P, Q,
-    NI, PI,
+    num_m, PI,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
@@ -116,22 +92,21 @@ def conv1x1_tma_persistent_kernel(
     BOX_Q: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
 ):
-    num_m = _num_m_tiles(M, NI, PI, Q, BLOCK_M, BOX_Q)
     num_n = tl.cdiv(K, BLOCK_N)
     for tile in tl.range(tl.program_id(0), num_m * num_n, tl.num_programs(0), flatten=True):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k0 in range(0, tl.cdiv(C, BLOCK_K)):
-            a = _a_tile(a_desc, pid_m, k0 * BLOCK_K, PI, Q, BLOCK_M, BLOCK_K, BOX_Q)
+            a = _a_tile(a_desc, img, row, col, k0 * BLOCK_K, BLOCK_M, BLOCK_K, BOX_Q)
             b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
             acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        n_idx, p_idx, q_idx, mask_m = _tile_pixels(pid_m, M, PI, P, Q, BLOCK_M, BOX_Q, INT64)
+        n_idx, p_idx, q_idx, mask_m = tile_pixels(tl.arange(0, BLOCK_M), img, row, col, M, PI, P, Q, BOX_Q, INT64)
         out = epilogue(acc, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, offs_n < K,
                        stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
         if BOX_Q == 0:
-            out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], out.to(out_desc.dtype))
+            out_desc.store([row, pid_n * BLOCK_N], out.to(out_desc.dtype))
         else:  # the copy engine drops the box's rows and columns outside the output
-            img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
-            out_desc.store([img, p0, q0, pid_n * BLOCK_N],
+            out_desc.store([img, row, col, pid_n * BLOCK_N],
                            out.to(out_desc.dtype).reshape(1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_N))

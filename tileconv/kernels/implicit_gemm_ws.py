@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import box_of, box_pixels, output_pixels, store_output_tile, swizzle_tile
+from .common import output_pixels, store_output_tile, swizzle_tile, tile_origin, tile_pixels
 
 
 @gluon.jit
@@ -99,7 +99,7 @@ def _mma_partition(
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
     CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
-    BOX_Q: gl.constexpr,  # 0: the M tile is BLOCK_M consecutive output pixels; else a box (common.box_of)
+    BOX_Q: gl.constexpr,  # 0: the M tile is BLOCK_M consecutive output pixels; else a box (common.tile_origin)
 ):
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
     consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
@@ -141,17 +141,10 @@ def _mma_partition(
         own += 1
 
         out = gl.convert_layout(acc, out_layout)
-        rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout))
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
-        if BOX_Q == 0:
-            offs_m = pid_m * BLOCK_M + rows
-            if INT64:
-                offs_m = offs_m.to(gl.int64)
-            n, p, q, _, _ = output_pixels(offs_m, P, Q, 1, 1, 0, 0)
-            mask_m = offs_m < M
-        else:
-            img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
-            n, p, q, mask_m = box_pixels(rows, img, p0, q0, PI, P, Q, BOX_Q, INT64)
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        n, p, q, mask_m = tile_pixels(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
+                                      M, PI, P, Q, BOX_Q, INT64)
         store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
                           stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                           alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
@@ -232,18 +225,14 @@ def _tma_loader_partition(
     """Fill the ring by bulk copies only (one warp): for every tile and channel step of this
     program, the A box and the weight tile into one stage, both counted on its mbarrier.
     A strided problem's 4D box lands in the stage's [BLOCK_M, BLOCK_K] buffer as the same
-    bytes: BOX_Q is a multiple of 8 rows or the whole tile, so the 128-byte swizzle of
-    row i is the same in both shapes."""
+    bytes: the shared layout's swizzle depends on a row's place in the buffer (the box's rows
+    flattened), not on the box's shape."""
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     nbytes: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
-        img = 0
-        p0 = 0
-        q0 = 0
-        if BOX_Q > 0:
-            img, p0, q0 = box_of(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         for step in range(steps):
             stage = it % STAGES
             mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
@@ -251,10 +240,10 @@ def _tma_loader_partition(
             mbarrier.expect(bar, nbytes)
             tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
             if BOX_Q == 0:
-                tma.async_copy_global_to_shared(x_desc, [pid_m * BLOCK_M, step * BLOCK_K], bar, a_bufs.index(stage))
+                tma.async_copy_global_to_shared(x_desc, [row, step * BLOCK_K], bar, a_bufs.index(stage))
             else:
                 box = a_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
-                tma.async_copy_global_to_shared(x_desc, [img, p0, q0, step * BLOCK_K], bar, box)
+                tma.async_copy_global_to_shared(x_desc, [img, row, col, step * BLOCK_K], bar, box)
             it += 1
 
 
@@ -264,7 +253,7 @@ def conv1x1_ws_kernel(
              # strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
     w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
-    M, K, C, P, Q, NI, PI,  # M = N*P*Q; (NI, PI): the box grid (see common.box_of)
+    M, K, C, P, Q, num_m, PI,  # M = N*P*Q; num_m M tiles (the host's count); PI: the box grid's rows (common.tile_origin)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
@@ -289,10 +278,6 @@ def conv1x1_ws_kernel(
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)  # the loader's expect; the copies' bytes complete it
         mbarrier.init(empty.index(i), count=1)
-    if BOX_Q == 0:
-        num_m = gl.cdiv(M, BLOCK_M)
-    else:
-        num_m = NI * gl.cdiv(PI, BLOCK_M // BOX_Q) * gl.cdiv(Q, BOX_Q)
     num_n = gl.cdiv(K, BLOCK_N)
     steps = gl.cdiv(C, BLOCK_K)
     if CONSUMERS == 1:

@@ -126,11 +126,11 @@ def launch_implicit_gemm(
     return compiled
 
 
-def _plain_gemm_reason(problem: ConvProblem) -> str | None:
-    """Why ``problem`` is not a plain GEMM over pixels (a dense, 1x1, stride-1, unpadded
-    convolution), the condition of both 1x1 GEMM kernels; None if it is one."""
-    if (problem.r, problem.s) != (1, 1) or problem.stride != (1, 1):
-        return "it needs a 1x1 filter with stride 1"
+def _unpadded_1x1_reason(problem: ConvProblem) -> str | None:
+    """Why ``problem`` is not a GEMM over (a strided view of) its pixels: a dense, 1x1,
+    unpadded convolution, the condition of the 1x1 GEMM kernels; None if it is one."""
+    if (problem.r, problem.s) != (1, 1):
+        return "it needs a 1x1 filter"
     if problem.padding != (0, 0) or problem.padding_end != (0, 0):
         return "it needs padding 0"
     if problem.groups != 1:
@@ -138,14 +138,18 @@ def _plain_gemm_reason(problem: ConvProblem) -> str | None:
     return None
 
 
+def _plain_gemm_reason(problem: ConvProblem) -> str | None:
+    """Why ``problem`` is not a plain GEMM over pixels (as :func:`_unpadded_1x1_reason`, at
+    stride 1: gemm_1x1_nchw's condition); None if it is one."""
+    if (problem.r, problem.s) != (1, 1) or problem.stride != (1, 1):
+        return "it needs a 1x1 filter with stride 1"
+    return _unpadded_1x1_reason(problem)
+
+
 def gemm_1x1_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_gemm_1x1` cannot run ``problem`` (None if it can)."""
-    if (problem.r, problem.s) != (1, 1):
-        return "it needs a 1x1 filter"
-    if problem.padding != (0, 0) or problem.padding_end != (0, 0):
-        return "it needs padding 0"
-    if problem.groups != 1:
-        return "it needs groups=1"
+    if (reason := _unpadded_1x1_reason(problem)) is not None:
+        return reason
     if problem.layout != "nhwc":
         return "it reads the input as an (N*H*W, C) matrix (a strided view of it): it needs channels_last"
     if (problem.c * problem.itemsize) % 16:
@@ -176,12 +180,11 @@ class _GemmViews:
     out: torch.Tensor | None  # (M, K), or (NI, PI, Q, K); None: not channels_last
     out_block: list[int]
     box_q: int  # 0: stride 1, a plain matrix; else the boxes' columns
-    grid: tuple[int, int]  # (NI, PI): the box grid's images and rows per image
-    m_tiles: int
+    grid_rows: int  # PI: the box grid's output rows per image (P, or N*P merged)
+    m_tiles: int  # tiles along M: the kernels' num_m
 
 
-def _gemm_1x1_views(problem: ConvProblem, x: torch.Tensor, out: torch.Tensor, config: LaunchConfig,
-                    block_k: int) -> _GemmViews:
+def _gemm_1x1_views(problem: ConvProblem, x: torch.Tensor, out: torch.Tensor, config: LaunchConfig) -> _GemmViews:
     """The views the 1x1 kernels' bulk copies read and write. Stride 1: x as an (M, C) matrix
     and the output as (M, K) (channels_last views, no copies). Strided: the strided view
     x[:, ::U, ::V] as (N, P, Q, C) and the output as (N, P, Q, K), each merged into one image of
@@ -189,18 +192,19 @@ def _gemm_1x1_views(problem: ConvProblem, x: torch.Tensor, out: torch.Tensor, co
     channels_last = out.is_contiguous(memory_format=torch.channels_last)  # else its (M, K) view would be a copy
     out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
     if problem.stride == (1, 1):
-        return _GemmViews(x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c), [config.block_m, block_k],
+        return _GemmViews(x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c), [config.block_m, config.block_k],
                           out4d.reshape(problem.gemm_m, problem.k) if channels_last else None,
-                          [config.block_m, config.block_n], 0, (1, problem.gemm_m), cdiv(problem.gemm_m, config.block_m))
+                          [config.block_m, config.block_n], 0, problem.gemm_m, cdiv(problem.gemm_m, config.block_m))
     box_q = box_columns(problem.out_w, config.block_m)
     box_h = config.block_m // box_q
     a = x.permute(0, 2, 3, 1)[:, ::problem.stride[0], ::problem.stride[1], :]  # (N, P, Q, C)
     merged_a, merged_out = _merged_images(a), _merged_images(out4d)
     if merged_a is not None and merged_out is not None:
         a, out4d = merged_a, merged_out
-    grid = (a.shape[0], a.shape[1])
-    return _GemmViews(a, [1, box_h, box_q, block_k], out4d if channels_last else None, [1, box_h, box_q, config.block_n],
-                      box_q, grid, grid[0] * cdiv(grid[1], box_h) * cdiv(problem.out_w, box_q))
+    images, rows = a.shape[0], a.shape[1]
+    return _GemmViews(a, [1, box_h, box_q, config.block_k], out4d if channels_last else None,
+                      [1, box_h, box_q, config.block_n], box_q, rows,
+                      images * cdiv(rows, box_h) * cdiv(problem.out_w, box_q))  # common.tile_origin's grid
 
 
 def launch_gemm_1x1(
@@ -220,14 +224,14 @@ def launch_gemm_1x1(
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
     b2d = weight.reshape(problem.k, problem.c)
-    views = _gemm_1x1_views(problem, x, out, config, config.block_k)
+    views = _gemm_1x1_views(problem, x, out, config)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     a_desc = TensorDescriptor.from_tensor(views.a, views.a_block)
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
     tiles = views.m_tiles * cdiv(problem.k, config.block_n)
-    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, *views.grid]
+    sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, views.m_tiles, views.grid_rows]
     if config.persistent and views.out is not None and describable(views.out, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(views.out, views.out_block)
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
@@ -440,7 +444,7 @@ def launch_gemm_1x1_ws(
     instead, with the same result."""
     options = _ws_options(problem, config, "gemm_1x1_ws")
     b2d = weight.reshape(problem.k, problem.c)
-    views = _gemm_1x1_views(problem, x, out, config, config.block_k)
+    views = _gemm_1x1_views(problem, x, out, config)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     dtype = _GLUON_DTYPES[problem.dtype]
@@ -452,7 +456,7 @@ def launch_gemm_1x1_ws(
     tiles = views.m_tiles * cdiv(problem.k, config.block_n)
     return launch(conv1x1_ws_kernel, (min(tiles, sm_count(out.device)),),
                   a_desc, w_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
-                  *views.grid, *epilogue_strides, **epilogue,
+                  views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, **options)
 
