@@ -146,7 +146,15 @@ def choose_algorithm(problem: ConvProblem) -> str:
 # (seed001 hw128 80.7 against tma_rows's 66.3, the VAE's 46.3 against 36.0). TF32: seed000 353.8
 # against 480.1, 7 wide 60.3 against 79.7, 14 wide 49.5 against 53.2, 3x3/2 to 14 wide 49.0
 # against 54.4, c2048 1x1 at 7 wide 26.7 against 30.3; it lost at 28 and 56 wide.
-WS_MAX_WIDTH = 14
+# Session 20: its loader's step cut from 335 to 78 instructions (the loader had been the
+# bottleneck: Nsight Compute found the MMA warps waiting on the ring). Tuning then (40 candidates,
+# H200, batch 32) chose it for every 3x3 row up to 28 wide, fp16 and TF32: c128 hw28 3x3/1 24.9 us
+# against the implicit GEMM's 27.6 (TF32 41.6 against 48.2), c128 hw56 3x3/2 (28 wide out) 27.9
+# against 28.1 (TF32 47.5 against 50.3), c256 hw14 3x3/1 23.3 against 28.3 (TF32 39.6 against
+# 50.5); at 56 wide it still lost (c64 hw56 3x3/1 36.3 against 31.6: K = 64, half its N tile),
+# and gemm_1x1 kept the stride-1 1x1 rows from 14 wide up.
+WS_MAX_WIDTH = 28
+WS_MAX_1X1_WIDTH = 7
 
 
 # gemm_1x1_ws on ResNet-50's strided 1x1 rows (H200, batch 32, NHWC, 2026-11-24 session 19, tuning
@@ -159,28 +167,30 @@ GEMM_1X1_WS_PINGPONG = LaunchConfig(block_m=128, block_n=128, block_k=64, num_wa
 
 def ws_pays(problem: ConvProblem) -> bool:
     """Whether ``problem`` should run on ``implicit_gemm_ws`` (a Hopper GPU, outside the
-    interpreter): outputs at most :data:`WS_MAX_WIDTH` wide (1x1 stride-1 filters only at 7
-    wide and under, the one such row measured), and 16-bit strided 1x1 filters."""
+    interpreter): outputs at most :data:`WS_MAX_WIDTH` wide (1x1 stride-1 filters only at
+    :data:`WS_MAX_1X1_WIDTH` and under, the one such row measured), and 16-bit strided 1x1 filters."""
     if implicit_gemm_ws_unsupported_reason(problem) is not None:
         return False
     one_by_one = problem.r * problem.s == 1
     if one_by_one and problem.stride == (1, 1):
-        return problem.out_w <= WS_MAX_WIDTH // 2
+        return problem.out_w <= WS_MAX_1X1_WIDTH
     return problem.out_w <= WS_MAX_WIDTH or (one_by_one and problem.itemsize == 2)
 
 
 def _ws_config(problem: ConvProblem) -> LaunchConfig:
     """implicit_gemm_ws's tile, from the probe above: 128x256 on 8 warps where there are at
-    least two waves of them (seed000, the 1x1/2 rows), 64x128 on 4 warps and a 5-deep ring
-    where 128x128 tiles would not fill half the SMs (the 7-wide rows), else 128x128 on 4
-    warps, 4 stages. Channel blocks of 64 (16-bit) or 32 (float32), halved by the launcher
+    least two waves of them (seed000, the 1x1/2 rows); 64x128 on 4 warps and a 5-deep ring where
+    128x128 tiles would not fill half the SMs (the 7-wide rows) or would leave a last wave under
+    half full (session 20's tuning: the 28-wide 3x3 rows, 196 tiles on 132 SMs); else 128x128 on
+    4 warps, 4 stages. Channel blocks of 64 (16-bit) or 32 (float32), halved by the launcher
     until they divide C."""
     block_k = 64 if problem.itemsize == 2 else 32
     tiles_128 = triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.k, 128)
     if problem.k >= 256 and triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.k, 256) >= 2 * SM_COUNT_HINT:
         return LaunchConfig(block_m=128, block_n=256, block_k=block_k, num_warps=8,
                             num_stages=4 if problem.itemsize == 2 else 3)
-    if tiles_128 < SM_COUNT_HINT // 2:
+    waves, last = divmod(tiles_128, SM_COUNT_HINT)
+    if tiles_128 < SM_COUNT_HINT // 2 or (waves >= 1 and 0 < last < SM_COUNT_HINT // 2):
         return LaunchConfig(block_m=64, block_n=128, block_k=block_k, num_warps=4, num_stages=5)
     return LaunchConfig(block_m=128, block_n=128, block_k=block_k, num_warps=4, num_stages=4)
 
