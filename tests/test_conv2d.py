@@ -912,6 +912,22 @@ def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str,
     check_case(case, device, seed)
 
 
+@pytest.mark.skipif(_other_machine("implicit_gemm_ws") is not None,
+                    reason="implicit_gemm_ws runs on a Hopper GPU only")
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_ws_int64_variant_computes(dilation: int, device: str, seed: int, monkeypatch):
+    """implicit_gemm_ws's INT64 variant (its loader moves the row pointers by filter rows and
+    columns in int64; a dilation of 1 arrives as a constexpr, which once failed to compile)
+    runs here on small problems, forced on: the 1x1 int64 problems above are NCHW, which this
+    channels_last kernel does not take."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
+    case = Case(2, 32, 9, 10, 72, 3, 3, padding=1, dilation=dilation, dtype="fp16", layout="nhwc", bias=True,
+                residual=True, activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 3))
+    check_case(case, device, seed)
+
+
 def test_dense_toeplitz_reads_unpadded_channels_last_rows_in_place():
     """dense_toeplitz skips its zero-bordered copy exactly where the input's own rows serve:
     no padding on either side, channels_last-contiguous storage, rows 16-byte aligned (the

@@ -64,9 +64,9 @@ def _loader_partition(
     num_n = gl.cdiv(K, BLOCK_N)
     offs_c = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(0, layout))
     # A filter row's and a filter column's move through the input (int64 where indices may pass 2**31).
-    if INT64:
-        row_step = dil_h.to(gl.int64) * stride_xh
-        col_step = dil_w.to(gl.int64) * stride_xw
+    if INT64:  # (to_tensor: a dilation of 1 arrives as a constexpr)
+        row_step = gl.to_tensor(dil_h).to(gl.int64) * stride_xh
+        col_step = gl.to_tensor(dil_w).to(gl.int64) * stride_xw
     else:
         row_step = dil_h * stride_xh
         col_step = dil_w * stride_xw
