@@ -20,6 +20,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
+from tileconv.bench.models import cuda_graph_call  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.dispatch import select  # noqa: E402
 from tileconv.functional import conv2d_problem  # noqa: E402
@@ -45,24 +46,13 @@ ROWS = [
 
 
 def graph_us(fn, calls: int = 20, replays: int = 20) -> float:
-    """Median microseconds a call over CUDA-graph replays of ``calls`` back-to-back calls."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
+    """Median microseconds a call over CUDA-graph replays of ``calls`` back-to-back calls (L2 left warm)."""
+    replay, _ = cuda_graph_call(lambda _: [fn() for _ in range(calls)], None)
     times = []
     for _ in range(replays):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        graph.replay()
+        replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000 / calls)
@@ -92,7 +82,11 @@ def main() -> None:
 
         fns = [("cudnn", cudnn)]
         for entry in configs[: args.first] if args.ncu else configs:
-            algo, config = entry if entry is not None else (select(p)[0].name, select(p)[1])
+            if entry is None:
+                algorithm, config = select(p)
+                algo = algorithm.name
+            else:
+                algo, config = entry
             label = f"{algo} {config}" + (" (heuristics)" if entry is None else "")
 
             def run(algo=algo, config=config, i=i, p=p):

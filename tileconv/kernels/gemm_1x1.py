@@ -33,13 +33,20 @@ from .common import dot_acc, epilogue, store_output_tile, swizzle_tile, tile_ori
 
 
 @triton.jit
-def _a_tile(a_desc, img, row, col, c0, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BOX_Q: tl.constexpr):
-    """The A operand's [BLOCK_M, BLOCK_K] tile at (img, row, col) (common.tile_origin): a 2D box
-    of the (M, C) matrix, or (BOX_Q > 0) a 4D box of the strided view reshaped."""
-    if BOX_Q == 0:
-        return a_desc.load([row, c0])
-    else:
-        return a_desc.load([img, row, col, c0]).reshape(BLOCK_M, BLOCK_K)
+def _tile_product(a_desc, b_desc, img, row, col, pid_n, C, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, BOX_Q: tl.constexpr, DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr):
+    """One output tile's GEMM over all C channels, in fp32: the A operand's [BLOCK_M, BLOCK_K]
+    tiles at (img, row, col) (common.tile_origin: a 2D box of the (M, C) matrix, or, BOX_Q > 0,
+    a 4D box of the strided view reshaped) against the weight's [BLOCK_N, BLOCK_K] tiles."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, tl.cdiv(C, BLOCK_K)):
+        if BOX_Q == 0:
+            a = a_desc.load([row, k0 * BLOCK_K])
+        else:
+            a = a_desc.load([img, row, col, k0 * BLOCK_K]).reshape(BLOCK_M, BLOCK_K)
+        b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
+        acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
+    return acc
 
 
 @triton.jit
@@ -61,11 +68,8 @@ def conv1x1_tma_kernel(
     num_n = tl.cdiv(K, BLOCK_N)
     pid_m, pid_n = swizzle_tile(tl.program_id(0), num_m, num_n, GROUP_M)
     img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, tl.cdiv(C, BLOCK_K)):
-        a = _a_tile(a_desc, img, row, col, k0 * BLOCK_K, BLOCK_M, BLOCK_K, BOX_Q)
-        b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
-        acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
+    acc = _tile_product(a_desc, b_desc, img, row, col, pid_n, C, BLOCK_M, BLOCK_N, BLOCK_K, BOX_Q,
+                        DOT_PRECISION, UPCAST_DOT)
 
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     n_idx, p_idx, q_idx, mask_m = tile_pixels(tl.arange(0, BLOCK_M), img, row, col, M, PI, P, Q, BOX_Q, INT64)
@@ -96,11 +100,8 @@ def conv1x1_tma_persistent_kernel(
     for tile in tl.range(tl.program_id(0), num_m * num_n, tl.num_programs(0), flatten=True):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k0 in range(0, tl.cdiv(C, BLOCK_K)):
-            a = _a_tile(a_desc, img, row, col, k0 * BLOCK_K, BLOCK_M, BLOCK_K, BOX_Q)
-            b = b_desc.load([pid_n * BLOCK_N, k0 * BLOCK_K])
-            acc = dot_acc(a, b.T, acc, DOT_PRECISION, UPCAST_DOT)
+        acc = _tile_product(a_desc, b_desc, img, row, col, pid_n, C, BLOCK_M, BLOCK_N, BLOCK_K, BOX_Q,
+                            DOT_PRECISION, UPCAST_DOT)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         n_idx, p_idx, q_idx, mask_m = tile_pixels(tl.arange(0, BLOCK_M), img, row, col, M, PI, P, Q, BOX_Q, INT64)
         out = epilogue(acc, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, offs_n < K,
