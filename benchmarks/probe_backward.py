@@ -4,6 +4,7 @@
 
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
+    python3 benchmarks/probe_backward.py wgrad --ws       # the warp-specialized wgrad's configs, every 3x3 row
     python3 benchmarks/probe_backward.py dw-random [N]    # N random depthwise problems: every backward
                                                           # algorithm's wgrad (and auto's dgrad) vs float64
     python3 benchmarks/probe_backward.py dw-host          # the depthwise suite's auto dgrad and wgrad:
@@ -35,6 +36,12 @@ CONFIGS = [None, B(128, 128, 64, 4, 8, 3), B(128, 128, 64, 1, 8, 4), B(128, 128,
            B(128, 64, 64, 4, 4, 4), B(128, 256, 64, 2, 8, 3), B(256, 128, 64, 2, 8, 3)]
 ROWS = ("r50 c64 hw56 k64 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512 3x3/1", "r50 c64 hw56 k64 1x1/1",
         "r50 c1024 hw14 k256 1x1/1")
+if "--ws" in sys.argv:  # the warp-specialized wgrad (kernels/wgrad_ws.py) on every 3x3 row and two 1x1s
+    CONFIGS = [None] + [B(bm, bn, bk, sk, w, st, ws=1) for bm, bn, bk, sk, w, st in (
+        (128, 128, 64, 0, 4, 4), (128, 128, 64, 0, 4, 3), (256, 128, 64, 0, 8, 4), (128, 256, 64, 0, 8, 4),
+        (256, 128, 64, 0, 8, 3), (128, 128, 64, 0, 8, 4), (64, 128, 64, 0, 4, 4), (128, 64, 64, 0, 4, 4),
+        (256, 128, 32, 0, 8, 6))]
+    ROWS = tuple(c.name for c in get_suite("resnet50") if c.r == 3) + ("r50 c64 hw56 k64 1x1/1", "r50 c1024 hw14 k256 1x1/1")
 
 
 def probe_depthwise(name, p):
@@ -82,8 +89,9 @@ def probe(name, p):
         kw = {"dgrad_config" if need_x else "wgrad_config": cfg}
         return conv2d_backward_problem(p, grad, i.x, i.weight, need_x, need_w, **kw)[0 if need_x else 1]
 
-    if once:
-        ours(None)
+    if once:  # one launch each of tileconv's heuristics (with --ws: the first ws config) and cuDNN (for ncu)
+        ours(CONFIGS[1] if "--ws" in sys.argv else None)
+        cudnn()
         return
     t_ref = do_bench(cudnn, warmup=25, rep=100, return_mode="median")
     print(f"{name:28s} cudnn {t_ref * 1e3:7.1f} us  {p.flops / t_ref / 1e9:6.1f} TFLOP/s", flush=True)

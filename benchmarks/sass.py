@@ -167,18 +167,28 @@ def inspect_problem(problem, algorithm: str, config: LaunchConfig, int64: bool =
 
 
 def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorithm: str | None = None,
-                     dtype: torch.dtype = torch.float16) -> dict:
+                     dtype: torch.dtype = torch.float16, hopper: bool = False) -> dict:
     """As :func:`inspect` for the backward kernels (``gradient`` 'dgrad' or 'wgrad'; the
     depthwise kernels for a depthwise case unless ``algorithm`` says otherwise). The
     interpreter runs them in the tests; only a compile for the GPU finds type errors that
     the interpreter accepts, and compiler failures (an fp32 depthwise dgrad on the
-    tensor-core kernel once failed to compile: K/g = 1 specialised to a constant)."""
+    tensor-core kernel once failed to compile: K/g = 1 specialised to a constant).
+    ``hopper``: the heuristics and launchers answer as on an sm_90 GPU (the warp-specialized
+    wgrad, kernels/wgrad_ws.py, runs only there)."""
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
     import tileconv.kernels.wgrad_halo as wgrad_halo
     import tileconv.kernels.wgrad_toeplitz as wgrad_toeplitz
+    import tileconv.kernels.wgrad_ws as wgrad_ws
     from tileconv.dispatch.heuristics import choose_backward_algorithm, default_backward_config
     from tileconv.kernels import get_backward_algorithm
+
+    if hopper:
+        saved_hopper, launch._is_hopper = launch._is_hopper, lambda: True
+        try:
+            return inspect_backward(gradient, case_name, int64, algorithm, dtype)
+        finally:
+            launch._is_hopper = saved_hopper
 
     case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
     problem = case.problem(dtype, "nhwc", "none", batch=2)
@@ -188,7 +198,7 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
     # Every kernel the backward modules launch is recorded, not run (the split sums, the plane
     # copies); the gradient's own kernel, conv2d_<gradient>_..., is compiled.
-    modules = (dgrad, wgrad, wgrad_halo, wgrad_toeplitz, launch)  # (launch: the plane copies)
+    modules = (dgrad, wgrad, wgrad_halo, wgrad_toeplitz, wgrad_ws, launch)  # (launch: the plane copies)
     saved = [(m, name, getattr(m, name)) for m in modules for name in dir(m) if name.endswith("_kernel")]
     recorders = {}
     try:
@@ -335,6 +345,10 @@ def main() -> int:
     rows += [inspect_backward(gradient, case, int64) for gradient, case in BACKWARD_CASES for int64 in (False, True)]
     rows += [inspect_backward(gradient, case, int64, algorithm, dtype)
              for gradient, case, algorithm, dtype, int64 in FORCED_BACKWARD_CASES]
+    # The warp-specialized wgrad, both of the heuristics' tiles (128x128; 256x128 on two warpgroups).
+    rows += [inspect_backward("wgrad", case, int64, "implicit_gemm", dtype, hopper=True)
+             for case, dtype in (("r50 c256 hw14 k256 3x3/1", torch.float16), ("r50 c512 hw7 k512 3x3/1", torch.bfloat16))
+             for int64 in (False, True)]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0

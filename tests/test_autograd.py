@@ -322,6 +322,52 @@ HALO_WGRAD_CASES = [
 ]
 
 
+# The warp-specialized wgrad (Gluon for Hopper: skipped elsewhere). A 3x3 over ragged pixel
+# steps (13x10 outputs: steps cross rows and images) with three splits and K = 72 (a ragged
+# channel tile); stride 2 with dilation and uneven padding over 192 channels (a 128 tile halved
+# to 64, one tap a tile); a 1x1 at stride 1 in bf16; 8 MMA warps and a deeper ring; tiles of
+# 256 channels; the pixels in one split (the last step past N*P*Q: dy's copy zero-fills it).
+WS_WGRAD_CASES = [
+    ("ws_3x3_ragged_split3", ("ws_3x3", 2, 64, 13, 10, 72, 3, 3, 1, 1, 1, 1), torch.float16,
+     BackwardConfig(64, 64, 32, split_k=3, num_warps=4, num_stages=3, ws=1)),
+    ("ws_3x3_s2_dil", ("ws_s2", 3, 192, 15, 14, 64, 3, 3, 2, (2, 1), (1, 2), 1), torch.float16,
+     BackwardConfig(128, 128, 64, split_k=2, num_warps=4, num_stages=4, ws=1)),
+    ("ws_1x1_bf16", ("ws_1x1", 2, 128, 9, 11, 128, 1, 1, 1, 0, 1, 1), torch.bfloat16,
+     BackwardConfig(128, 128, 64, num_warps=4, num_stages=4, ws=1)),
+    ("ws_3x3_w8", ("ws_w8", 2, 128, 12, 12, 256, 3, 3, 1, 1, 1, 1), torch.bfloat16,
+     BackwardConfig(128, 128, 32, split_k=4, num_warps=8, num_stages=5, ws=1)),
+    ("ws_5x5_wide", ("ws_5x5", 1, 256, 9, 9, 64, 5, 5, 1, 2, 1, 1), torch.float16,
+     BackwardConfig(64, 256, 64, split_k=1, num_warps=4, num_stages=2, ws=1)),
+]
+
+
+def _ws_wgrad_reason() -> str | None:
+    from tileconv.kernels.wgrad_ws import wgrad_ws_unsupported_reason
+
+    return wgrad_ws_unsupported_reason(
+        tileconv.ConvProblem(2, 64, 8, 8, 64, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc"))
+
+
+@pytest.mark.parametrize("name,geometry,dtype,config", WS_WGRAD_CASES, ids=[c[0] for c in WS_WGRAD_CASES])
+def test_ws_wgrad_matches_float64(name, geometry, dtype, config, device: str, seed: int):
+    """The warp-specialized wgrad (dy by TMA, the input gathered, wgmma on both operands
+    transposed) against float64 on pinned tiles."""
+    reason = _ws_wgrad_reason()
+    if reason is not None:
+        pytest.skip(f"wgrad ws: {reason}")
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})",
+                    algo="implicit_gemm", wgrad_config=config)
+
+
+def test_ws_wgrad_refuses_what_it_cannot_run():
+    """A pinned ws config on a problem the Gluon kernel cannot run says why, naming the config."""
+    from tileconv.kernels.wgrad_ws import launch_wgrad_ws
+
+    problem = tileconv.ConvProblem(2, 48, 8, 8, 64, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
+    with pytest.raises(ValueError, match="config ws=1"):
+        launch_wgrad_ws(problem, torch.empty(0), torch.empty(0), torch.empty(0), BackwardConfig(ws=1))
+
 # The Toeplitz wgrad (tensor cores; the default past 49 taps where the halo wgrad cannot run):
 # a 7x5 at stride 2 with dilated columns and multiplier 2 in fp32 (3xTF32) over three splits;
 # a 9x9 in fp16 channels_last (the heuristics' launch); a 13x13 in bf16 NCHW, 32 columns a step.
@@ -512,3 +558,21 @@ def test_custom_op_fake_gives_shape_and_layout():
         weight = torch.empty(5, 3, 2, 2)
         out = torch.ops.tileconv.conv2d(x, weight, None, None, [1, 1], [0, 0], [1, 1], [1, 1], 1, "relu", 0.0, 0.0)
     assert tuple(out.shape) == (2, 5, 9, 8) and out.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("c_per_group,groups,r,s,split", [(48, 2, 3, 3, 3), (40, 1, 1, 1, 1), (4, 2, 3, 2, 5),
+                                                          (64, 1, 5, 5, 37)])
+def test_split_sums_land_in_the_weights_order(c_per_group, groups, r, s, split, device: str, seed: int):
+    """sum_splits: the [split, K, C/g*R*S] partial sums (columns t = (r, s, c)) summed in
+    float32 and written to the weight's (k, c, r, s), by the per-tap kernel (C/g >= 32) or
+    the per-element one; 37 splits take several steps of the split loop."""
+    from tileconv.kernels.wgrad import sum_splits
+
+    k = 2 * groups
+    problem = tileconv.ConvProblem(1, c_per_group * groups, 8, 8, k, r, s, groups=groups, dtype=torch.float16)
+    gen = torch.Generator().manual_seed(seed)
+    workspace = torch.randn(split, k, c_per_group * r * s, generator=gen).to(device)
+    grad_weight = torch.full(problem.weight_shape, float("nan"), dtype=torch.float16, device=device)
+    sum_splits(problem, workspace, grad_weight, split)
+    want = workspace.double().sum(0).reshape(k, r, s, c_per_group).permute(0, 3, 1, 2)
+    torch.testing.assert_close(grad_weight.double().cpu(), want.cpu(), rtol=1e-3, atol=1e-3)

@@ -101,6 +101,19 @@ def test_the_gpu_path_on_the_cpu_json_rows_and_plot(tmp_path):
     assert (tmp_path / "train.png").stat().st_size > 0
 
 
+def test_interleaved_runs_follow_the_runs_made_one_after_the_other():
+    """run_interleaved steps its runs in turn, each with its own model and optimizer: every
+    run's losses are those of the same run made alone (PyTorch's fallback on the CPU, where
+    both are deterministic), and each step of each run is timed on a GPU."""
+    initial, size, classes = tr.initial_model("tiny", 0)
+    batches = tr.fixed_batches(2, 2, size, classes, seed=1, device="cpu")
+    interleaved = tr.run_interleaved(initial, ("pytorch", "pytorch_rerun"), batches, 3, 0.01, "cpu")
+    alone = tr.run_kind(initial, "pytorch", batches, 3, 0.01, "cpu")
+    assert set(interleaved) == {"pytorch", "pytorch_rerun"}
+    assert interleaved["pytorch"].losses == alone.losses == interleaved["pytorch_rerun"].losses
+    assert interleaved["pytorch"].step_ms is None  # no CUDA events on the CPU
+
+
 def test_profiled_steps_report_wall_and_kernel_time():
     """profile_steps: the host's wall time per step always; on a GPU the device activities
     (kernels, memsets) per step and the largest of them, sorted, within the wall time."""

@@ -9,7 +9,9 @@ cross-entropy, ``torch.optim.SGD`` (momentum 0.9, weight decay 1e-4) at the line
 learning rate ``0.1 * batch / 256`` (Goyal et al.; 0.0125 at batch 32, stable over 200 steps
 of random data, where the net memorises its 8 batches).
 
-Runs, one after the other, each from a fresh copy of the same initial model:
+Runs, each from a fresh copy of the same initial model (``pytorch``, ``pytorch_rerun`` and
+``tileconv`` stepped in turn, so that their step times are taken under the same conditions:
+:func:`run_interleaved`; the other two after them):
 
 - ``pytorch``: the model as PyTorch runs it (cuDNN convolutions, ``cudnn.benchmark``);
 - ``pytorch_rerun``: the same again, to measure PyTorch's run-to-run spread (cuDNN picks
@@ -75,6 +77,7 @@ SEED = 0  # the initial weights: torch.manual_seed(SEED); the data: SEED + 1
 RUNS = ("pytorch", "pytorch_rerun", "pytorch_fp32", "pytorch_nudged", "tileconv")
 NUDGE = 2.0**-20  # pytorch_nudged: initial weights scaled by 1 + NUDGE (about 8 float32 ulps)
 PROFILED = ("pytorch", "tileconv")  # runs followed by a few profiled steps (profile_steps)
+INTERLEAVED = ("pytorch", "pytorch_rerun", "tileconv")  # the timed runs, stepped in turn (run_interleaved)
 PROFILE_STEPS = 5
 PROFILE_TOP = 10  # kernels listed per profiled run
 
@@ -184,6 +187,30 @@ def profile_steps(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.
     )
 
 
+class Trainer:
+    """One run's model, SGD optimizer and step (zero_grad, forward under autocast, backward,
+    optimizer step): what :func:`train` loops over, and what :func:`run_interleaved` steps in
+    turn with other runs."""
+
+    def __init__(self, model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], lr: float,
+                 amp_dtype: torch.dtype | None, params: Sequence[nn.Parameter] | None = None) -> None:
+        self.model, self.batches, self.amp_dtype = model, batches, amp_dtype
+        self.device = batches[0][0].device
+        self.optimizer = torch.optim.SGD(params if params is not None else model.parameters(), lr=lr,
+                                         momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
+
+    def step(self, step: int) -> torch.Tensor:
+        """Step ``step`` (on batch ``step`` modulo their count); its loss, detached, on the device."""
+        images, labels = self.batches[step % len(self.batches)]
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
+                            enabled=self.amp_dtype is not None):
+            loss = F.cross_entropy(self.model(images), labels)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach().float()
+
+
 def train(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]], steps: int, lr: float,
           amp_dtype: torch.dtype | None, timed: bool = True,
           params: Sequence[nn.Parameter] | None = None) -> tuple[torch.Tensor, list[float] | None]:
@@ -191,28 +218,57 @@ def train(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.Tensor]]
 
     Returns (the per-step losses as one tensor on the model's device, per-step milliseconds
     from CUDA events or None). ``amp_dtype`` None: no autocast."""
-    device = batches[0][0].device
-    optimizer = torch.optim.SGD(params if params is not None else model.parameters(), lr=lr, momentum=MOMENTUM,
-                                weight_decay=WEIGHT_DECAY)
-    timed = timed and device.type == "cuda"
+    trainer = Trainer(model, batches, lr, amp_dtype, params)
+    timed = timed and trainer.device.type == "cuda"
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(steps)] if timed else []
     losses = []
     for step in range(steps):
-        images, labels = batches[step % len(batches)]
         if timed:
             events[step][0].record()
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None):
-            loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        optimizer.step()
+        losses.append(trainer.step(step))
         if timed:
             events[step][1].record()
-        losses.append(loss.detach().float())
+    if timed:
+        torch.cuda.synchronize(trainer.device)
+    return torch.stack(losses), [start.elapsed_time(end) for start, end in events] if timed else None
+
+
+def run_interleaved(initial: nn.Module, kinds: Sequence[str], batches, steps: int, lr: float,
+                    device) -> dict[str, RunResult]:
+    """The bfloat16 runs ``kinds`` stepped in turn (step 1 of each, then step 2 of each, ...),
+    each from its own copy of ``initial`` with its own optimizer: the same trajectories as
+    one after the other, but timed under the same conditions. An eager ResNet-50 step waits on
+    the host (GPU kernels ~11 ms of a 20-45 ms step on the H200 machines), and the host's
+    speed drifted by up to 2x within a run (session 20: PyTorch's median step 23.8 ms, its
+    rerun's 32.2 ms minutes later); runs measured back to back compared those phases."""
+    trainers = {kind: Trainer(prepare(initial, kind, device), batches, lr, torch.bfloat16) for kind in kinds}
+    timed = torch.device(device).type == "cuda"
+    events = {kind: [] for kind in kinds}
+    losses = {kind: [] for kind in kinds}
+    for step in range(steps):
+        for kind, trainer in trainers.items():
+            if timed:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+            losses[kind].append(trainer.step(step))
+            if timed:
+                end.record()
+                events[kind].append((start, end))
     if timed:
         torch.cuda.synchronize(device)
-    return torch.stack(losses), [start.elapsed_time(end) for start, end in events] if timed else None
+    runs = {}
+    for kind, trainer in trainers.items():
+        profiled = None
+        if kind in PROFILED and timed:
+            try:
+                profiled = profile_steps(trainer.model, batches, lr, torch.bfloat16)
+            except Exception as error:  # noqa: BLE001 - a diagnostic must not cost the run its timings
+                warnings.warn(f"{kind}: the step profile failed ({type(error).__name__}: {error}); "
+                              "the run's timings and losses stand", stacklevel=2)
+        step_ms = [start.elapsed_time(end) for start, end in events[kind]] if timed else None
+        runs[kind] = RunResult(kind, torch.stack(losses[kind]).cpu().tolist(), step_ms, profiled)
+    return runs
 
 
 def run_kind(initial: nn.Module, kind: str, batches, steps: int, lr: float, device) -> RunResult:
@@ -450,9 +506,10 @@ def run_train_bench(args: argparse.Namespace) -> int:
     console.print(f"training {args.train}: batch {batch}, {steps} steps, SGD lr {lr:g} momentum {MOMENTUM} "
                   f"wd {WEIGHT_DECAY}, bf16 autocast, channels_last; {DISTINCT_BATCHES} fixed random batches",
                   highlight=False)
-    runs: dict[str, RunResult] = {}
+    runs: dict[str, RunResult] = run_interleaved(initial, INTERLEAVED, batches, steps, lr, "cuda")
     for kind in RUNS:
-        runs[kind] = run_kind(initial, kind, batches, steps, lr, "cuda")
+        if kind not in runs:
+            runs[kind] = run_kind(initial, kind, batches, steps, lr, "cuda")
         ms = runs[kind].median_step_ms
         console.print(f"  {kind}: last loss {runs[kind].losses[-1]:.4f}, median step "
                       f"{'-' if ms is None else f'{ms:.2f} ms'}", highlight=False)

@@ -38,6 +38,7 @@ from ..kernels.launch import (
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_halo import MAX_ACCUMULATORS, fills_the_gpu, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
+from ..kernels.wgrad_ws import wgrad_ws_unsupported_reason
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -579,6 +580,30 @@ def _toeplitz_wgrad_config(problem: ConvProblem) -> BackwardConfig:
                           split_k=0, num_warps=warps, num_stages=1 if INTERPRET else 3)
 
 
+# The warp-specialized wgrad (kernels/wgrad_ws.py) from this many input channels: at C = 64
+# (ResNet-50's c64 hw56 3x3) its column tile is one tap's 64 channels, and the Triton kernel
+# won (H200: 48.7 against 51.4 us).
+WS_WGRAD_MIN_CHANNELS = 128
+
+
+def ws_wgrad_runs(problem: ConvProblem) -> bool:
+    """Whether the warp-specialized wgrad can run ``problem`` (a Hopper GPU, 16-bit,
+    channels_last, groups 1) with channels enough for it to win."""
+    return problem.c >= WS_WGRAD_MIN_CHANNELS and wgrad_ws_unsupported_reason(problem) is None
+
+
+def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
+    """The warp-specialized wgrad's tile: 128x128 (64 pixels a step, four stages, one
+    warpgroup) where the tiles leave room for splits in one wave; where 128x128 tiles alone
+    pass half the SMs (ResNet-50's c512 rows: 144 tiles), 256x128 on two warpgroups, 32 pixels
+    a step over six stages (its 72 tiles one wave; H200: c512 hw7 3x3 42.0 against 55.2 us).
+    Split-K is left to the launcher (one wave)."""
+    tiles = cdiv(problem.k, 128) * (problem.c * problem.r * problem.s // 128)
+    if tiles >= 66:
+        return BackwardConfig(block_m=256, block_n=128, block_k=32, num_warps=8, num_stages=6, ws=1)
+    return BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, ws=1)
+
+
 def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:
     """A sound config for ``gradient`` ('dgrad' or 'wgrad') of ``algorithm``: tile shapes
     follow the forward's (same operand widths); wgrad's column tile stays inside one tap
@@ -628,6 +653,8 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
     if INTERPRET:
         return BackwardConfig(block_m=_pow2_between(problem.k_per_group, 16, 32),
                               block_n=_pow2_between(columns, 16, 32), block_k=32, num_warps=1, num_stages=1)
+    if problem.r * problem.s > 1 and ws_wgrad_runs(problem):
+        return ws_wgrad_config(problem)
     block_m = _pow2_between(problem.k_per_group, 16, 128)
     block_n = _pow2_between(columns, 16, 128)
     taps = problem.r * problem.s > 1

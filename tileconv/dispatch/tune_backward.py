@@ -35,10 +35,11 @@ from ..kernels.backward import aten_convolution_backward
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
+from ..kernels.wgrad_ws import wgrad_ws_unsupported_reason
 from ..problem import ConvProblem
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
-from .heuristics import choose_backward_algorithm, default_backward_config
+from .heuristics import choose_backward_algorithm, default_backward_config, ws_wgrad_config
 from .tune import (
     Timer,
     TuneResult,
@@ -75,6 +76,15 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         if config not in variants and all(smallest <= v <= 256 for v in (config.block_m, config.block_n)):
             variants.append(config)
 
+    if gradient == "wgrad" and algorithm == "implicit_gemm" and wgrad_ws_unsupported_reason(problem) is None:
+        # The warp-specialized kernel's two tiles and the Triton kernel's, whichever the heuristics chose.
+        for config in (ws_wgrad_config(problem), BackwardConfig(128, 128, 64, 0, 4, 4, ws=1),
+                       BackwardConfig(256, 128, 32, 0, 8, 6, ws=1), BackwardConfig(128, 128, 64, 0, 8, 4, ws=1)):
+            add(config)
+        if base.ws:
+            base = replace(base, ws=0, block_m=128, block_n=128 if problem.c % 128 == 0 else 64, block_k=64,
+                           num_warps=4, num_stages=3)
+            add(base)
     if gradient == "wgrad":  # the reduction over N*P*Q: how many programs share it matters most
         for split in (1, 4, 16):
             add(replace(base, split_k=split))

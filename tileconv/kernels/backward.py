@@ -7,10 +7,11 @@ tensor the caller allocated:
     dgrad(problem, grad, weight, grad_input, config)   grad = d loss / d pre-activation
     wgrad(problem, grad, x, grad_weight, config)
 
-- ``implicit_gemm``: tensor-core kernels of :mod:`.dgrad` and :mod:`.wgrad`, every
-  problem (groups through a grid axis: with thin groups a tile is partly padding, which
-  costs FLOPs and not bytes, and wgrad's columns flatten (r, s, c) so a 3x3 group of 4
-  channels still fills 36 columns).
+- ``implicit_gemm``: tensor-core kernels of :mod:`.dgrad` and :mod:`.wgrad` (or, with a
+  config's ``ws``, the warp-specialized Hopper wgrad of :mod:`.wgrad_ws`), every problem
+  (groups through a grid axis: with thin groups a tile is partly padding, which costs
+  FLOPs and not bytes, and wgrad's columns flatten (r, s, c) so a 3x3 group of 4 channels
+  still fills 36 columns).
 - ``depthwise``: CUDA-core kernels for groups = C (any multiplier), where a tensor-core
   tile would be almost all padding.
 - ``depthwise_toeplitz``: the same dgrad; the wgrad of large filters on the tensor cores, a
@@ -38,6 +39,7 @@ from .launch import has_cp_async
 from .wgrad import launch_wgrad_depthwise, launch_wgrad_implicit_gemm
 from .wgrad_halo import launch_wgrad_depthwise_halo, wgrad_halo_unsupported_reason
 from .wgrad_toeplitz import launch_wgrad_depthwise_toeplitz, wgrad_toeplitz_unsupported_reason
+from .wgrad_ws import launch_wgrad_ws
 
 BackwardLauncher = Callable[[ConvProblem, torch.Tensor, torch.Tensor, torch.Tensor, BackwardConfig], object]
 
@@ -82,6 +84,14 @@ def _aten_wgrad(problem, grad, x, grad_weight, config):
     grad_weight.copy_(aten_convolution_backward(problem, grad, x, weight, False, True)[1])
 
 
+def _wgrad_implicit_gemm(problem, grad, x, grad_weight, config):
+    """implicit_gemm's wgrad: the Triton kernel (:mod:`.wgrad`), or with ``config.ws`` the
+    warp-specialized Hopper kernel (:mod:`.wgrad_ws`), the same GEMM."""
+    if config.ws:
+        return launch_wgrad_ws(problem, grad, x, grad_weight, config)
+    return launch_wgrad_implicit_gemm(problem, grad, x, grad_weight, config)
+
+
 def _always(problem: ConvProblem) -> str | None:
     return None
 
@@ -104,7 +114,7 @@ BACKWARD_ALGORITHMS: dict[str, BackwardAlgorithm] = {
     "implicit_gemm": BackwardAlgorithm(
         "implicit_gemm",
         "tensor-core dgrad (output-phase transposed implicit GEMM) and wgrad (split-K GEMM over N*P*Q)",
-        launch_dgrad_implicit_gemm, launch_wgrad_implicit_gemm, _always,
+        launch_dgrad_implicit_gemm, _wgrad_implicit_gemm, _always,
     ),
     "depthwise": BackwardAlgorithm(
         "depthwise",

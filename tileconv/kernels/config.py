@@ -48,7 +48,8 @@ class BackwardConfig:
     dgrad: ``block_m`` input pixels x ``block_n`` input channels, ``block_k`` output
     channels per reduction step. wgrad: ``block_m`` output channels x ``block_n`` filter
     columns (r, s, c), ``block_k`` pixels per reduction step; ``split_k`` programs share
-    the N*P*Q reduction (1: none; 0: the launcher decides from the problem's size).
+    the N*P*Q reduction (1: none; 0: the launcher decides from the problem's size);
+    ``ws``: wgrad on the warp-specialized Hopper kernel (:mod:`tileconv.kernels.wgrad_ws`).
     Depthwise kernels: ``block_m`` pixels x ``block_n`` channels. ``tap_rows``: the halo
     wgrad's filter rows a program (0: all of them).
     """
@@ -60,6 +61,7 @@ class BackwardConfig:
     num_warps: int = 4
     num_stages: int = 3
     tap_rows: int = 0
+    ws: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -68,7 +70,7 @@ class BackwardConfig:
         split = "auto" if self.split_k == 0 else str(self.split_k)
         rows = f" tap-rows {self.tap_rows}" if self.tap_rows else ""
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages} "
-                f"split-k {split}{rows}")
+                f"split-k {split}{rows}{' ws' if self.ws else ''}")
 
     @classmethod
     def from_dict(cls, data: dict) -> BackwardConfig:

@@ -50,6 +50,8 @@ _CUDA_CORE_PROGRAMS = 8 * 132
 FINISH_BLOCK = 256  # wgrad_finish_kernel: weight elements a program, up to 16 splits
 FINISH_TILE = 4096  # past 16 splits: splits x weight elements a program sums at a time
 FINISH_MAX_SPLITS = 64  # splits a step at most (the rest of the tile: elements)
+FINISH_TAP_MIN_CHANNELS = 32  # wgrad_finish_taps_kernel from this many channels a group
+FINISH_TAP_MAX_CHANNELS = 256  # its channel block at most
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -193,6 +195,40 @@ def wgrad_finish_kernel(
     s = tap - r * S
     tl.store(out_ptr + k * stride_ok + c * stride_oc + r * stride_or + s * stride_ow,
              total.to(out_ptr.dtype.element_ty), mask=mask_e)
+
+
+@triton.jit(do_not_specialize=["SPLIT", "S", "TAPS"])
+def wgrad_finish_taps_kernel(
+    ws_ptr,  # fp32 partial sums [SPLIT, K*T] (T = C/g*R*S columns t = (r, s, c)), contiguous
+    out_ptr,  # the weight gradient [K, C/g, R, S] through its strides (written)
+    KT, T, C_PER_GROUP, S, TAPS, SPLIT,
+    stride_ok, stride_oc, stride_or, stride_ow,
+    BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    """:func:`wgrad_finish_kernel` for wide groups (C/g of 32 and more): a program sums the
+    splits of one output channel's one tap over BLOCK_C channels, so that its (k, r, s) are
+    three scalar divisions a program. The per-element form decodes every element's (k, r, s,
+    c) by five divisions by runtime values: on an H200 it ran instruction-bound (ResNet-50's
+    c512 hw7 3x3 at two splits: 22 us for 24 MB, longer than the GEMM before it)."""
+    pid = tl.program_id(0)
+    blocks = tl.cdiv(C_PER_GROUP, BLOCK_C)
+    row = pid // blocks  # (k, tap)
+    c = (pid - row * blocks) * BLOCK_C + tl.arange(0, BLOCK_C)
+    k = row // TAPS
+    tap = row - k * TAPS
+    r = tap // S
+    s = tap - r * S
+    offs_e = k.to(tl.int64) * T + tap * C_PER_GROUP + c
+    offs_s = tl.arange(0, BLOCK_S)
+    mask_c = c < C_PER_GROUP
+    acc = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+    for s0 in range(0, SPLIT, BLOCK_S):
+        split = s0 + offs_s
+        acc += tl.load(ws_ptr + (split.to(tl.int64) * KT)[:, None] + offs_e[None, :],
+                       mask=(split < SPLIT)[:, None] & mask_c[None, :], other=0.0)
+    total = tl.sum(acc, axis=0)
+    tl.store(out_ptr + k.to(tl.int64) * stride_ok + c * stride_oc + r * stride_or + s * stride_ow,
+             total.to(out_ptr.dtype.element_ty), mask=mask_c)
 
 
 # K is specialised (not in do_not_specialize): a channel count divisible by 16 lets the
@@ -339,6 +375,14 @@ def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch
     (:mod:`tileconv.call_plans`) repeats it)."""
     columns = problem.c_per_group * problem.r * problem.s
     elements = problem.k * columns
+    if problem.c_per_group >= FINISH_TAP_MIN_CHANNELS:  # a program a (k, tap) and channel block
+        block_c = min(FINISH_TAP_MAX_CHANNELS, triton.next_power_of_2(problem.c_per_group))
+        block_s = min(FINISH_TILE // block_c, 1 << (split - 1).bit_length())
+        taps = problem.r * problem.s
+        launch(wgrad_finish_taps_kernel, (problem.k * taps * cdiv(problem.c_per_group, block_c),),
+               workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, taps, split,
+               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_C=block_c, num_warps=4)
+        return
     # A power of two covering the splits, at most FINISH_MAX_SPLITS: a small weight with
     # hundreds of splits (the depthwise kernel's) is summed in a few wide steps. Up to 16
     # splits, 256 elements a program (the tile every wgrad had before the depthwise kernel's

@@ -1,0 +1,295 @@
+"""Hopper weight gradient with warp specialization (Gluon): loader warps gather, MMA warps multiply.
+
+The same GEMM as :mod:`.wgrad` (``dw[k, (r, s, c)] = sum over pixels m of dy[m, k] * x_rs[m, c]``,
+the reduction over the N*P*Q output pixels, split-K partial sums summed by
+:func:`~tileconv.kernels.wgrad.wgrad_finish_kernel`), written for Hopper as the forward's
+:mod:`.implicit_gemm_ws` is:
+
+- a **loader partition** (``LOADER_WARPS`` warps) walks the program's pixel steps and, for
+  each, waits for a free stage of the shared-memory ring, copies the dy tile by TMA (a
+  [BLOCK_K pixels, BLOCK_M channels] box of dy as the (N*P*Q, K) matrix: a channels_last
+  gradient is one) and gathers the input tile of the program's one filter tap (BLOCK_K
+  pixels x BLOCK_N channels: 16-byte cp.async copies, zero-filled in the padding). Each
+  lane's pixels are decoded once and advanced with carries (no division in the loop).
+- the **MMA partition** (``num_warps`` warps) waits for each stage and issues the
+  asynchronous wgmma with both operands in shared memory: dy's tile read transposed
+  (channels x pixels) and the input tile as it lies (pixels x channels). Both operands have
+  the reduction (pixels) as their outer dimension, which wgmma takes for 16-bit types only:
+  float32 stays on :mod:`.wgrad`.
+
+One tile (BLOCK_M output channels x BLOCK_N columns of one tap) and one split of the pixels
+a program; the partial sums go to a [split, K, C*R*S] fp32 workspace in the tile's own
+column order. Gluon kernels compile only for a GPU: under the interpreter the launcher's
+:func:`wgrad_ws_unsupported_reason` says so, the tests run it on a GPU and CI compiles it
+for sm_90 (``benchmarks/sass.py``).
+"""
+
+from __future__ import annotations
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+
+from .._runtime import INT32_LIMIT, INTERPRET, cdiv, sm_count
+from ..problem import ConvProblem
+from .config import BackwardConfig, needs_int64
+from .fast_launch import launch
+from .fast_launch import workspace as scratch
+
+
+@gluon.jit
+def _wgrad_loader(
+    dy_desc, x_ptr, a_bufs, b_bufs, ready, empty,
+    L, H, W, P, Q, C, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S,
+    stride_xn, stride_xh, stride_xw,
+    start, steps, k0, col0,
+    BLOCK_K: gl.constexpr, BLOCK_N: gl.constexpr, VEC: gl.constexpr, LOADER_WARPS: gl.constexpr,
+    INT64: gl.constexpr,
+):
+    """Fill the ring with the program's ``steps`` pixel steps from pixel ``start``: dy's
+    [BLOCK_K, BLOCK_M] box at (pixel, ``k0``) by TMA, the input's pixels of tap (r, s) and
+    channels ``c0`` onwards by cp.async, where column ``col0`` = (r*S + s)*C + c0."""
+    # Four threads along a row of the input tile, BLOCK_N / 4 channels (several 16-byte copies) each:
+    # a row's pixel arithmetic, which every thread on the row repeats, is then shared by few threads
+    # (sixteen threads a row of 128 channels: 359 sm_90 SASS instructions a loader step; four: 131).
+    layout: gl.constexpr = gl.BlockedLayout([1, BLOCK_N // 4], [8, 4], [LOADER_WARPS, 1], [1, 0])
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    tap = col0 // C
+    c0 = col0 - tap * C
+    r = tap // S
+    s = tap - r * S
+    offs_pix = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(1, layout))
+    offs_c = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+    m = start + offs_pix
+    if INT64:
+        m = m.to(gl.int64)
+    # Each lane's pixel (n, p, q), decoded once, then moved BLOCK_K pixels a step with carries.
+    n = m // (P * Q)
+    rest = m - n * (P * Q)
+    p = rest // Q
+    q = rest - p * Q
+    step_q = BLOCK_K % Q
+    step_rows = BLOCK_K // Q
+    step_p = step_rows % P
+    step_n = step_rows // P
+    # The tap's place in the input, relative to each pixel's (p*U - pad_h, q*V - pad_w).
+    dh = r * dil_h - pad_h
+    dw = s * dil_w - pad_w
+    chan_ptrs = x_ptr + c0 + offs_c
+    for i in range(steps):
+        ih = p * stride_h + dh
+        iw = q * stride_w + dw
+        inside = (m < L) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        # Every row starts 16 bytes aligned (C and the strides are multiples of VEC: the launcher's condition).
+        row = gl.multiple_of(n * stride_xn + ih * stride_xh + iw * stride_xw, VEC)
+        stage = i % STAGES
+        mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)  # the MMA warps are done with it
+        bar = ready.index(stage)
+        mbarrier.expect(bar, dy_desc.block_type.nbytes)
+        # Pixels past the last (L) are outside dy: the copy engine writes zeros there.
+        tma.async_copy_global_to_shared(dy_desc, [start + i * BLOCK_K, k0], bar, a_bufs.index(stage))
+        async_copy.async_copy_global_to_shared(b_bufs.index(stage), chan_ptrs[None, :] + row[:, None],
+                                               mask=inside[:, None])
+        async_copy.mbarrier_arrive(bar, increment_count=False)
+        m += BLOCK_K
+        q += step_q
+        carry = q >= Q
+        q = gl.where(carry, q - Q, q)
+        p += step_p + carry.to(p.dtype)
+        carry = p >= P
+        p = gl.where(carry, p - P, p)
+        n += step_n + carry.to(n.dtype)
+
+
+@gluon.jit
+def _wgrad_mma(
+    a_bufs, b_bufs, ready, empty, ws_ptr, K, steps, split, k0, col0,
+    stride_os, stride_ok, stride_ot,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_WARPS: gl.constexpr,
+):
+    """Consume the ring (asynchronous wgmma, one in flight: dy's tile transposed times the
+    input's), then write the fp32 partial sums of this split."""
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                        instr_shape=[16, BLOCK_N, 16])
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+    for i in range(steps):
+        stage = i % STAGES
+        mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
+        fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
+        acc = warpgroup_mma(a_bufs.index(stage).permute((1, 0)), b_bufs.index(stage), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+        # The previous step's wgmma has finished reading its stage: hand it back.
+        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=i > 0)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    # Stored from the MMA's own layout (8-byte stores of two columns): a layout conversion would
+    # take a shared-memory scratch as large as the tile (128 KB for 256x128), on top of the ring.
+    offs_k = k0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout))
+    offs_t = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+    ptrs = ws_ptr + split * stride_os + (offs_k * stride_ok)[:, None] + (offs_t * stride_ot)[None, :]
+    gl.store(ptrs, acc, mask=(offs_k < K)[:, None])
+
+
+@gluon.jit
+def conv2d_wgrad_ws_kernel(
+    dy_desc,  # TensorDescriptor over dy as (N*P*Q, K), block (BLOCK_K, BLOCK_M)
+    x_ptr,  # input, channels contiguous (channels_last), through stride_xn, stride_xh, stride_xw
+    ws_ptr,  # [SPLIT, K, C*R*S] fp32 partial sums, columns t = (r, s, c) (written)
+    L, H, W, P, Q, C, K,  # L = N*P*Q pixels
+    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    stride_xn, stride_xh, stride_xw,
+    stride_os, stride_ok, stride_ot,
+    S, CHUNK, TILES,  # CHUNK: pixels a split, a multiple of BLOCK_K; TILES: K/BLOCK_M x C*R*S/BLOCK_N tiles
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
+    STAGES: gl.constexpr, LOADER_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,
+    NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
+):
+    dtype: gl.constexpr = dy_desc.dtype
+    VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
+    b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_K, BLOCK_N], dtype)
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_M], dy_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_N], b_layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        # Ready: every loader thread's cp.async arrival, plus the TMA's byte count (one arrival).
+        mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + 1)
+        mbarrier.init(empty.index(i), count=1)
+
+    # Program order: tiles fastest, so that the programs running at once share a split's pixels.
+    num_m = gl.cdiv(K, BLOCK_M)
+    pid = gl.program_id(0)
+    tile = pid % TILES
+    split = pid // TILES
+    k0 = (tile % num_m) * BLOCK_M
+    col0 = (tile // num_m) * BLOCK_N
+    start = split * CHUNK
+    steps = gl.cdiv(gl.minimum(CHUNK, L - start), BLOCK_K)
+    if INT64:  # (start stays 32-bit: the copy engine's coordinates are; the launcher's condition)
+        split = split.to(gl.int64)
+    gl.warp_specialize([
+        (_wgrad_mma, (a_bufs, b_bufs, ready, empty, ws_ptr, K, steps, split, k0, col0,
+                      stride_os, stride_ok, stride_ot, BLOCK_M, BLOCK_N, NUM_WARPS)),
+        (_wgrad_loader, (dy_desc, x_ptr, a_bufs, b_bufs, ready, empty, L, H, W, P, Q, C,
+                         stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S, stride_xn, stride_xh, stride_xw,
+                         start, steps, k0, col0, BLOCK_K, BLOCK_N, VEC, LOADER_WARPS, INT64)),
+    ], [LOADER_WARPS], [LOADER_REGS])
+
+
+# The loader partition: one warpgroup, registers for its rows' pixel coordinates (sm_90
+# compiles: no spills at 88).
+WGRAD_WS_LOADER_WARPS = 4
+WGRAD_WS_LOADER_REGS = 88
+# Registers a thread the kernel is launched with, by the MMA partition's warps (the loader's
+# warpgroup comes on top), as the forward's implicit_gemm_ws.
+WGRAD_WS_MAX_REGS = {4: 256, 8: 168}
+_GLUON_16BIT = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+WGRAD_WS_MIN_COLUMNS = 64  # the narrowest column tile: 64 channels of one tap
+WGRAD_WS_MIN_STEPS = 16  # a split's pixel steps at least: the ring's fill and the epilogue amortised
+HOPPER_SHARED_BYTES = 228 * 1024
+
+
+def wgrad_ws_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_wgrad_ws` cannot compute ``problem``'s weight gradient (None if it can)."""
+    from .launch import _is_hopper
+
+    if INTERPRET:
+        return "its wgrad is a Gluon kernel for Hopper (warp specialization): it does not run under Triton's interpreter"
+    if not _is_hopper():
+        return "its wgrad is a Gluon kernel for Hopper (wgmma, TMA, warp specialization): it needs an sm_90 GPU"
+    if problem.dtype not in _GLUON_16BIT:
+        return ("its wgmma reads both operands with the pixels outermost, which Hopper allows for 16-bit types "
+                f"only: {problem.dtype_name} runs on the implicit_gemm wgrad")
+    if problem.groups != 1:
+        return "it needs groups=1"
+    if problem.layout != "nhwc":
+        return "it reads dy as an (N*P*Q, K) matrix and gathers 16-byte channel segments: it needs channels_last"
+    if problem.c % WGRAD_WS_MIN_COLUMNS:
+        return f"its column tiles are channels of one filter tap: it needs C a multiple of {WGRAD_WS_MIN_COLUMNS}"
+    if problem.k % 8:
+        return "its copy engine reads dy's rows of K channels: it needs K a multiple of 8"
+    if problem.gemm_m >= INT32_LIMIT:
+        return "its copy engine's coordinates are 32-bit: it needs fewer than 2**31 output pixels"
+    return None
+
+
+def ws_resident(config: BackwardConfig) -> int:
+    """Programs of ``config`` that fit an SM's shared memory (228 KB on Hopper) at once: 1 or 2."""
+    ring = config.num_stages * config.block_k * (config.block_m + config.block_n) * 2
+    return max(1, min(2, HOPPER_SHARED_BYTES // (ring + 2048)))
+
+
+def ws_split(reduction: int, block_k: int, tiles: int, slots: int, requested: int = 0) -> int:
+    """Splits of the ``reduction`` pixels for ``tiles`` tiles where ``slots`` programs run at
+    once (SMs x :func:`ws_resident`; ``requested`` > 0 is obeyed). The grid is kept to one
+    wave: the most splits that fit beside the tiles, each at least
+    :data:`WGRAD_WS_MIN_STEPS` steps. A second, partial wave would double the time of the
+    first (ResNet-50's c512 hw7 3x3 on 144 128x128 tiles and two splits: 288 programs, three
+    rounds); more splits also cost partial sums (4 bytes an element a split, written and read)."""
+    if requested > 0:
+        return max(1, min(requested, cdiv(reduction, block_k)))
+    most = max(1, reduction // (WGRAD_WS_MIN_STEPS * block_k))
+    return max(1, min(most, slots // max(tiles, 1)))
+
+
+def ws_block_n(problem: ConvProblem, block_n: int) -> int:
+    """The column tile: ``block_n`` halved until it divides C (a tile never straddles two taps)."""
+    while problem.c % block_n:
+        block_n //= 2
+    return block_n
+
+
+def launch_wgrad_ws(
+    problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
+    config: BackwardConfig,
+):
+    """``grad_weight`` (K, C, R, S) = wgrad of ``grad`` and ``x`` on :func:`conv2d_wgrad_ws_kernel`:
+    ``config.block_m`` output channels x ``block_n`` channels of one tap a tile, ``block_k``
+    pixels a step through a ring of ``num_stages``, ``num_warps`` MMA warps, ``split_k``
+    splits of the pixels (0: :func:`ws_split`, one wave of programs). A gradient or
+    input that the copy engine cannot address as it needs (not dense channels_last, a sliced
+    view) runs on the implicit_gemm wgrad instead, with the same result."""
+    from .launch import describable
+    from .wgrad import _chunk, launch_wgrad_implicit_gemm, sum_splits
+
+    reason = wgrad_ws_unsupported_reason(problem)
+    if reason is not None:
+        raise ValueError(f"config ws=1: the warp-specialized wgrad cannot compute {problem.describe()}: {reason}")
+    if config.num_warps not in WGRAD_WS_MAX_REGS:
+        raise ValueError(f"config num_warps={config.num_warps}: the warp-specialized wgrad runs 4 or 8 MMA warps")
+    if config.block_m not in (64, 128, 256) or config.block_k not in (32, 64, 128):
+        raise ValueError(f"config {config}: the warp-specialized wgrad takes block_m 64, 128 or 256 and block_k "
+                         "32, 64 or 128")
+    dy2d = grad.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.k)  # a view where grad is channels_last
+    if not (grad.permute(0, 2, 3, 1).is_contiguous() and describable(dy2d, problem.itemsize)
+            and describable(x.permute(0, 2, 3, 1), problem.itemsize)):
+        return launch_wgrad_implicit_gemm(problem, grad, x, grad_weight, config)
+    block_n = ws_block_n(problem, min(config.block_n, 256))
+    columns = problem.c * problem.r * problem.s
+    tiles = cdiv(problem.k, config.block_m) * (columns // block_n)
+    split = ws_split(problem.gemm_m, config.block_k, tiles, sm_count(grad.device) * ws_resident(config),
+                     config.split_k)
+    chunk, split = _chunk(problem.gemm_m, split, config.block_k)
+    dtype = _GLUON_16BIT[problem.dtype]
+    dy_block = [config.block_k, config.block_m]
+    dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
+    out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
+    launch(conv2d_wgrad_ws_kernel, (tiles * split,),
+           dy_desc, x, out, problem.gemm_m, problem.h, problem.w, problem.out_h, problem.out_w, problem.c, problem.k,
+           problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+           problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3), *out.stride(),
+           problem.s, chunk, tiles,
+           BLOCK_M=config.block_m, BLOCK_N=block_n, BLOCK_K=config.block_k, STAGES=config.num_stages,
+           LOADER_WARPS=WGRAD_WS_LOADER_WARPS, LOADER_REGS=WGRAD_WS_LOADER_REGS, NUM_WARPS=config.num_warps,
+           INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WGRAD_WS_MAX_REGS[config.num_warps])
+    sum_splits(problem, out, grad_weight, split)
+    return split
