@@ -187,6 +187,17 @@ def profile_steps(model: nn.Module, batches: Sequence[tuple[torch.Tensor, torch.
     )
 
 
+def _profile_or_warn(kind: str, model: nn.Module, batches, lr: float, amp_dtype) -> StepProfile | None:
+    """:func:`profile_steps` of run ``kind``, or None with a warning if it fails: a diagnostic
+    must not cost the run its timings."""
+    try:
+        return profile_steps(model, batches, lr, amp_dtype)
+    except Exception as error:  # noqa: BLE001
+        warnings.warn(f"{kind}: the step profile failed ({type(error).__name__}: {error}); "
+                      "the run's timings and losses stand", stacklevel=3)
+        return None
+
+
 class Trainer:
     """One run's model, SGD optimizer and step (zero_grad, forward under autocast, backward,
     optimizer step): what :func:`train` loops over, and what :func:`run_interleaved` steps in
@@ -261,11 +272,7 @@ def run_interleaved(initial: nn.Module, kinds: Sequence[str], batches, steps: in
     for kind, trainer in trainers.items():
         profiled = None
         if kind in PROFILED and timed:
-            try:
-                profiled = profile_steps(trainer.model, batches, lr, torch.bfloat16)
-            except Exception as error:  # noqa: BLE001 - a diagnostic must not cost the run its timings
-                warnings.warn(f"{kind}: the step profile failed ({type(error).__name__}: {error}); "
-                              "the run's timings and losses stand", stacklevel=2)
+            profiled = _profile_or_warn(kind, trainer.model, batches, lr, torch.bfloat16)
         step_ms = [start.elapsed_time(end) for start, end in events[kind]] if timed else None
         runs[kind] = RunResult(kind, torch.stack(losses[kind]).cpu().tolist(), step_ms, profiled)
     return runs
@@ -282,11 +289,7 @@ def run_kind(initial: nn.Module, kind: str, batches, steps: int, lr: float, devi
         amp = None if fp32 else torch.bfloat16
         losses, step_ms = train(model, batches, steps, lr, amp)
         if kind in PROFILED and torch.device(device).type == "cuda":
-            try:
-                profiled = profile_steps(model, batches, lr, amp)
-            except Exception as error:  # noqa: BLE001 - a diagnostic must not cost the run its timings
-                warnings.warn(f"{kind}: the step profile failed ({type(error).__name__}: {error}); "
-                              "the run's timings and losses stand", stacklevel=2)
+            profiled = _profile_or_warn(kind, model, batches, lr, amp)
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
     return RunResult(kind, losses.cpu().tolist(), step_ms, profiled)

@@ -649,12 +649,19 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
         block_k = _pow2_between(problem.k_per_group, 16, 64 if wide else 32)
         return BackwardConfig(block_m=128, block_n=block_n, block_k=block_k,
                               num_warps=8 if block_n >= 128 else 4, num_stages=3 if not wide else 4)
-    columns = problem.c_per_group * problem.r * problem.s  # wgrad: K/g x (r, s, c), reduction over pixels
+    if problem.r * problem.s > 1 and ws_wgrad_runs(problem):
+        return ws_wgrad_config(problem)
+    return triton_wgrad_config(problem)
+
+
+def triton_wgrad_config(problem: ConvProblem) -> BackwardConfig:
+    """The Triton wgrad kernel's tile (:mod:`tileconv.kernels.wgrad`): K/g x (r, s, c) columns,
+    the reduction over pixels."""
+    wide = problem.itemsize == 2
+    columns = problem.c_per_group * problem.r * problem.s
     if INTERPRET:
         return BackwardConfig(block_m=_pow2_between(problem.k_per_group, 16, 32),
                               block_n=_pow2_between(columns, 16, 32), block_k=32, num_warps=1, num_stages=1)
-    if problem.r * problem.s > 1 and ws_wgrad_runs(problem):
-        return ws_wgrad_config(problem)
     block_m = _pow2_between(problem.k_per_group, 16, 128)
     block_n = _pow2_between(columns, 16, 128)
     taps = problem.r * problem.s > 1

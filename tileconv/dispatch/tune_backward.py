@@ -39,7 +39,12 @@ from ..kernels.wgrad_ws import wgrad_ws_unsupported_reason
 from ..problem import ConvProblem
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
-from .heuristics import choose_backward_algorithm, default_backward_config, ws_wgrad_config
+from .heuristics import (
+    choose_backward_algorithm,
+    default_backward_config,
+    triton_wgrad_config,
+    ws_wgrad_config,
+)
 from .tune import (
     Timer,
     TuneResult,
@@ -81,9 +86,8 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         for config in (ws_wgrad_config(problem), BackwardConfig(128, 128, 64, 0, 4, 4, ws=1),
                        BackwardConfig(256, 128, 32, 0, 8, 6, ws=1), BackwardConfig(128, 128, 64, 0, 8, 4, ws=1)):
             add(config)
-        if base.ws:
-            base = replace(base, ws=0, block_m=128, block_n=128 if problem.c % 128 == 0 else 64, block_k=64,
-                           num_warps=4, num_stages=3)
+        if base.ws:  # the Triton kernel's own tile, whose variants follow
+            base = triton_wgrad_config(problem)
             add(base)
     if gradient == "wgrad":  # the reduction over N*P*Q: how many programs share it matters most
         for split in (1, 4, 16):

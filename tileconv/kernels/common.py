@@ -109,6 +109,27 @@ def output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w):
 
 
 @triton.jit
+def pixel_steps(BLOCK: tl.constexpr, P, Q):
+    """(n, p, q) steps of a move by BLOCK flat output pixels, for :func:`advance_pixels`."""
+    rows = BLOCK // Q
+    return rows // P, rows % P, BLOCK % Q
+
+
+@triton.jit
+def advance_pixels(n, p, q, step_n, step_p, step_q, P, Q):
+    """(n, p, q) moved by the flat step of :func:`pixel_steps`, with carries (q past Q wraps
+    into p, p past P into n): a pixel walk without a division a step."""
+    q += step_q
+    carry = q >= Q
+    q = tl.where(carry, q - Q, q)
+    p += step_p + carry.to(p.dtype)
+    carry = p >= P
+    p = tl.where(carry, p - P, p)
+    n += step_n + carry.to(n.dtype)
+    return n, p, q
+
+
+@triton.jit
 def tile_origin(pid_m, PI, Q, BLOCK_M: tl.constexpr, BOX_Q: tl.constexpr):
     """Where M tile ``pid_m`` of the 1x1 GEMM kernels starts, as (img, row, col).
 

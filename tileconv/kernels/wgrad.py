@@ -33,7 +33,7 @@ import triton.language as tl
 
 from .._runtime import cdiv, kernel_strides
 from ..problem import ConvProblem
-from .common import output_pixels, pixel_count
+from .common import advance_pixels, output_pixels, pixel_count, pixel_steps
 from .config import BackwardConfig, dot_constexprs, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
@@ -119,10 +119,7 @@ def conv2d_wgrad_kernel(
     # cost ~400 SASS instructions a step (16 divisions a thread: two layouts, replicated
     # lanes) against 4 HGMMAs.
     n_idx, p, q, _, _ = output_pixels(start + offs_pix, P, Q, 1, 1, 0, 0)
-    step_q = BLOCK_K % Q
-    step_rows = BLOCK_K // Q
-    step_p = step_rows % P
-    step_n = step_rows // P
+    step_n, step_p, step_q = pixel_steps(BLOCK_K, P, Q)
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for m0 in range(0, CHUNK, BLOCK_K):
@@ -148,13 +145,7 @@ def conv2d_wgrad_kernel(
                 # The mask is the padding halo (and the tails of pixels and columns).
                 ok = mask_pix[:, None] & mask_t[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
                 b = tl.load(x_col + (n_idx * stride_xn)[:, None] + ih * stride_xh + iw * stride_xw, mask=ok, other=0.0)
-            q += step_q
-            carry = q >= Q
-            q = tl.where(carry, q - Q, q)
-            p += step_p + carry.to(p.dtype)
-            carry = p >= P
-            p = tl.where(carry, p - P, p)
-            n_idx += step_n + carry.to(n_idx.dtype)
+            n_idx, p, q = advance_pixels(n_idx, p, q, step_n, step_p, step_q, P, Q)
         if UPCAST_DOT:
             a = a.to(tl.float32)
             b = b.to(tl.float32)
@@ -164,6 +155,19 @@ def conv2d_wgrad_kernel(
     # the weight's (c, r, s) order is wgrad_finish_kernel's job where it differs.
     out_offs = split * stride_os + ((group * K_PER_GROUP + offs_k) * stride_ok)[:, None] + (offs_t * stride_ot)[None, :]
     tl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=mask_k[:, None] & mask_t[None, :])
+
+
+@triton.jit
+def _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr):
+    """The sum over the SPLIT splits of the partial sums at ``offs_e`` (fp32 workspace
+    [SPLIT, KT]), BLOCK_S splits at a time, in a fixed order (deterministic)."""
+    offs_s = tl.arange(0, BLOCK_S)
+    acc = tl.zeros((BLOCK_S, BLOCK_E), dtype=tl.float32)
+    for s0 in range(0, SPLIT, BLOCK_S):
+        split = s0 + offs_s
+        acc += tl.load(ws_ptr + (split.to(tl.int64) * KT)[:, None] + offs_e[None, :],
+                       mask=(split < SPLIT)[:, None] & mask_e[None, :], other=0.0)
+    return tl.sum(acc, axis=0)
 
 
 @triton.jit(do_not_specialize=["SPLIT", "S"])
@@ -179,14 +183,8 @@ def wgrad_finish_kernel(
     of a small weight has hundreds of splits: one split at a time left a single program
     walking them all); the sum runs in a fixed order (deterministic)."""
     offs_e = tl.program_id(0).to(tl.int64) * BLOCK_E + tl.arange(0, BLOCK_E)
-    offs_s = tl.arange(0, BLOCK_S)
     mask_e = offs_e < KT
-    acc = tl.zeros((BLOCK_S, BLOCK_E), dtype=tl.float32)
-    for s0 in range(0, SPLIT, BLOCK_S):
-        split = s0 + offs_s
-        acc += tl.load(ws_ptr + (split.to(tl.int64) * KT)[:, None] + offs_e[None, :],
-                       mask=(split < SPLIT)[:, None] & mask_e[None, :], other=0.0)
-    total = tl.sum(acc, axis=0)
+    total = _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S, BLOCK_E)
     k = offs_e // T
     t = offs_e - k * T
     tap = t // C_PER_GROUP
@@ -219,14 +217,8 @@ def wgrad_finish_taps_kernel(
     r = tap // S
     s = tap - r * S
     offs_e = k.to(tl.int64) * T + tap * C_PER_GROUP + c
-    offs_s = tl.arange(0, BLOCK_S)
     mask_c = c < C_PER_GROUP
-    acc = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
-    for s0 in range(0, SPLIT, BLOCK_S):
-        split = s0 + offs_s
-        acc += tl.load(ws_ptr + (split.to(tl.int64) * KT)[:, None] + offs_e[None, :],
-                       mask=(split < SPLIT)[:, None] & mask_c[None, :], other=0.0)
-    total = tl.sum(acc, axis=0)
+    total = _split_total(ws_ptr, offs_e, mask_c, KT, SPLIT, BLOCK_S, BLOCK_C)
     tl.store(out_ptr + k.to(tl.int64) * stride_ok + c * stride_oc + r * stride_or + s * stride_ow,
              total.to(out_ptr.dtype.element_ty), mask=mask_c)
 

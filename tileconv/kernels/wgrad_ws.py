@@ -39,11 +39,22 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 
-from .._runtime import INT32_LIMIT, INTERPRET, cdiv, sm_count
+from .._runtime import INT32_LIMIT, cdiv, sm_count
 from ..problem import ConvProblem
+from .common import advance_pixels, output_pixels, pixel_steps
 from .config import BackwardConfig, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
+from .launch import (
+    _GLUON_DTYPES,
+    WS_LOADER_REGS,
+    WS_LOADER_WARPS,
+    WS_MAX_REGS,
+    _ws_machine_reason,
+    describable,
+    ws_block_k,
+)
+from .wgrad import _chunk, launch_wgrad_implicit_gemm, sum_splits
 
 
 @gluon.jit
@@ -73,14 +84,8 @@ def _wgrad_loader(
     if INT64:
         m = m.to(gl.int64)
     # Each lane's pixel (n, p, q), decoded once, then moved BLOCK_K pixels a step with carries.
-    n = m // (P * Q)
-    rest = m - n * (P * Q)
-    p = rest // Q
-    q = rest - p * Q
-    step_q = BLOCK_K % Q
-    step_rows = BLOCK_K // Q
-    step_p = step_rows % P
-    step_n = step_rows // P
+    n, p, q, _, _ = output_pixels(m, P, Q, 1, 1, 0, 0)
+    step_n, step_p, step_q = pixel_steps(BLOCK_K, P, Q)
     # The tap's place in the input, relative to each pixel's (p*U - pad_h, q*V - pad_w).
     dh = r * dil_h - pad_h
     dw = s * dil_w - pad_w
@@ -101,13 +106,7 @@ def _wgrad_loader(
                                                mask=inside[:, None])
         async_copy.mbarrier_arrive(bar, increment_count=False)
         m += BLOCK_K
-        q += step_q
-        carry = q >= Q
-        q = gl.where(carry, q - Q, q)
-        p += step_p + carry.to(p.dtype)
-        carry = p >= P
-        p = gl.where(carry, p - P, p)
-        n += step_n + carry.to(n.dtype)
+        n, p, q = advance_pixels(n, p, q, step_n, step_p, step_q, P, Q)
 
 
 @gluon.jit
@@ -185,14 +184,8 @@ def conv2d_wgrad_ws_kernel(
     ], [LOADER_WARPS], [LOADER_REGS])
 
 
-# The loader partition: one warpgroup, registers for its rows' pixel coordinates (sm_90
-# compiles: no spills at 88).
-WGRAD_WS_LOADER_WARPS = 4
-WGRAD_WS_LOADER_REGS = 88
-# Registers a thread the kernel is launched with, by the MMA partition's warps (the loader's
-# warpgroup comes on top), as the forward's implicit_gemm_ws.
-WGRAD_WS_MAX_REGS = {4: 256, 8: 168}
-_GLUON_16BIT = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+# The loader warpgroup, its registers and the MMA warps' are the forward implicit_gemm_ws's
+# (launch.WS_LOADER_WARPS, WS_LOADER_REGS, WS_MAX_REGS: sm_90 compiles without spills).
 WGRAD_WS_MIN_COLUMNS = 64  # the narrowest column tile: 64 channels of one tap
 WGRAD_WS_MIN_STEPS = 16  # a split's pixel steps at least: the ring's fill and the epilogue amortised
 HOPPER_SHARED_BYTES = 228 * 1024
@@ -200,13 +193,9 @@ HOPPER_SHARED_BYTES = 228 * 1024
 
 def wgrad_ws_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_wgrad_ws` cannot compute ``problem``'s weight gradient (None if it can)."""
-    from .launch import _is_hopper
-
-    if INTERPRET:
-        return "its wgrad is a Gluon kernel for Hopper (warp specialization): it does not run under Triton's interpreter"
-    if not _is_hopper():
-        return "its wgrad is a Gluon kernel for Hopper (wgmma, TMA, warp specialization): it needs an sm_90 GPU"
-    if problem.dtype not in _GLUON_16BIT:
+    if (reason := _ws_machine_reason(problem)) is not None:
+        return reason
+    if problem.itemsize != 2:
         return ("its wgmma reads both operands with the pixels outermost, which Hopper allows for 16-bit types "
                 f"only: {problem.dtype_name} runs on the implicit_gemm wgrad")
     if problem.groups != 1:
@@ -241,13 +230,6 @@ def ws_split(reduction: int, block_k: int, tiles: int, slots: int, requested: in
     return max(1, min(most, slots // max(tiles, 1)))
 
 
-def ws_block_n(problem: ConvProblem, block_n: int) -> int:
-    """The column tile: ``block_n`` halved until it divides C (a tile never straddles two taps)."""
-    while problem.c % block_n:
-        block_n //= 2
-    return block_n
-
-
 def launch_wgrad_ws(
     problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, grad_weight: torch.Tensor,
     config: BackwardConfig,
@@ -258,13 +240,10 @@ def launch_wgrad_ws(
     splits of the pixels (0: :func:`ws_split`, one wave of programs). A gradient or
     input that the copy engine cannot address as it needs (not dense channels_last, a sliced
     view) runs on the implicit_gemm wgrad instead, with the same result."""
-    from .launch import describable
-    from .wgrad import _chunk, launch_wgrad_implicit_gemm, sum_splits
-
     reason = wgrad_ws_unsupported_reason(problem)
     if reason is not None:
         raise ValueError(f"config ws=1: the warp-specialized wgrad cannot compute {problem.describe()}: {reason}")
-    if config.num_warps not in WGRAD_WS_MAX_REGS:
+    if config.num_warps not in WS_MAX_REGS:
         raise ValueError(f"config num_warps={config.num_warps}: the warp-specialized wgrad runs 4 or 8 MMA warps")
     if config.block_m not in (64, 128, 256) or config.block_k not in (32, 64, 128):
         raise ValueError(f"config {config}: the warp-specialized wgrad takes block_m 64, 128 or 256 and block_k "
@@ -273,13 +252,13 @@ def launch_wgrad_ws(
     if not (grad.permute(0, 2, 3, 1).is_contiguous() and describable(dy2d, problem.itemsize)
             and describable(x.permute(0, 2, 3, 1), problem.itemsize)):
         return launch_wgrad_implicit_gemm(problem, grad, x, grad_weight, config)
-    block_n = ws_block_n(problem, min(config.block_n, 256))
+    block_n = ws_block_k(problem, min(config.block_n, 256))  # channels of one tap: halved until it divides C
     columns = problem.c * problem.r * problem.s
     tiles = cdiv(problem.k, config.block_m) * (columns // block_n)
     split = ws_split(problem.gemm_m, config.block_k, tiles, sm_count(grad.device) * ws_resident(config),
                      config.split_k)
     chunk, split = _chunk(problem.gemm_m, split, config.block_k)
-    dtype = _GLUON_16BIT[problem.dtype]
+    dtype = _GLUON_DTYPES[problem.dtype]
     dy_block = [config.block_k, config.block_m]
     dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
     out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
@@ -289,7 +268,7 @@ def launch_wgrad_ws(
            problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3), *out.stride(),
            problem.s, chunk, tiles,
            BLOCK_M=config.block_m, BLOCK_N=block_n, BLOCK_K=config.block_k, STAGES=config.num_stages,
-           LOADER_WARPS=WGRAD_WS_LOADER_WARPS, LOADER_REGS=WGRAD_WS_LOADER_REGS, NUM_WARPS=config.num_warps,
-           INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WGRAD_WS_MAX_REGS[config.num_warps])
+           LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, NUM_WARPS=config.num_warps,
+           INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
     sum_splits(problem, out, grad_weight, split)
     return split
