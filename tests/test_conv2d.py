@@ -411,16 +411,6 @@ CONFIG_CASES = [
          algo="tma_rows", config=LaunchConfig(16, 16, 16, 4, 4, 2, persistent=1)),
     Case(1, 12, 3, 7, 24, 1, 1, dtype="tf32", layout="nhwc", residual=True, activation="gelu",
          algo="tma_rows", config=LaunchConfig(16, 16, 16, 4, 4, 2)),
-    # ... grouped, thin groups merged (C/g = K/g = 4: 8 groups a merged one of 32 channels, two
-    # of them), in boxes of 2 output rows of 8 columns over 7-wide rows (the last box half past
-    # the image's 5 rows), two 16-channel steps a tap, the epilogue; both forms.
-    Case(2, 64, 5, 7, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, residual=True,
-         activation="relu", algo="tma_rows", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
-    Case(2, 64, 5, 7, 64, 3, 3, padding=1, groups=16, dtype="bf16", layout="nhwc", bias=True, residual=True,
-         activation="relu", algo="tma_rows", config=LaunchConfig(16, 16, 16, 2, 4, 2, persistent=1)),
-    # ... groups wide enough not to merge (C/g = 32, K/g = 16), boxes of 4 rows, dilation 2.
-    Case(2, 64, 6, 6, 32, 3, 3, padding=2, dilation=2, groups=2, dtype="fp16", layout="nhwc", bias=True,
-         algo="tma_rows", config=LaunchConfig(32, 16, 16, 8, 4, 2, persistent=1)),
     # implicit_gemm_ws (Gluon, Hopper only: skipped under the interpreter): M and K tails, a
     # 5x5 filter, C = 48 in 64-channel steps (halved to 16, whole blocks), stride 2 with uneven
     # padding, dilation, the whole epilogue, bf16, TF32, 4 and 8 MMA warps, a 1x1, a ring of 2.
@@ -841,9 +831,6 @@ NONFINITE_CASES = with_each_algorithm(
      for a in NONFINITE_ACTIVATIONS]
     + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:3]]
-    # groups merged into 16-channel ones (32 bytes: tma_rows too), the NaN/Inf in group 0 only
-    + [Case(1, 16, 7, 9, 16, 3, 3, padding=1, groups=4, dtype="fp16", layout="nhwc", activation=a, residual=True)
-       for a in NONFINITE_ACTIVATIONS[:2]]
     # multiplier 1 and 16 bytes of channels: depthwise_halo too (on a GPU)
     + [Case(1, 8, 7, 9, 8, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:2]]

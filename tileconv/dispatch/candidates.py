@@ -36,7 +36,6 @@ import triton
 
 from .._runtime import pow2_at_least
 from ..kernels import ALGORITHMS, LaunchConfig
-from ..kernels.config import MIN_DOT_DIM
 from ..kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
@@ -46,7 +45,6 @@ from ..kernels.launch import (
     group_pack_factor,
     halo_tiling,
     plane_sizes,
-    tma_rows_merged,
     toeplitz_reach,
 )
 from ..problem import ConvProblem
@@ -68,6 +66,9 @@ H100_SHARED_MEMORY = 232448
 # the barriers and the epilogue's layout conversion scratch (Triton reuses the ring for
 # it when it can, not always).
 SHARED_MEMORY_FRACTION = 0.9
+
+# tl.dot needs every tile dimension >= 16.
+MIN_DOT_DIM = 16
 
 DEFAULT_MAX_CANDIDATES = 12
 
@@ -117,12 +118,6 @@ _GEMM_BASE_FP32_STRICT: tuple[tuple[int, int, int, int, int], ...] = (
 _TMA_ROWS_BASE: tuple[tuple[int, int, int, int, int, int], ...] = (
     (128, 256, 64, 8, 3, 1), (128, 128, 64, 4, 4, 1), (64, 256, 64, 8, 4, 1), (64, 128, 64, 4, 5, 1),
     (128, 128, 32, 4, 5, 1), (128, 128, 32, 4, 5, 0), (256, 128, 64, 8, 3, 1), (128, 128, 64, 4, 4, 0),
-)
-# Grouped (ResNeXt's thin groups merged to 32 channels): short reductions (9 steps of 32
-# channels), so deep rings and the persistent form.
-_TMA_ROWS_BASE_GROUPED: tuple[tuple[int, int, int, int, int, int], ...] = (
-    (128, 32, 32, 4, 4, 2), (128, 32, 32, 4, 4, 4), (128, 32, 32, 4, 5, 1), (64, 32, 32, 4, 6, 2),
-    (256, 32, 32, 8, 4, 1), (128, 32, 32, 4, 4, 0), (64, 32, 32, 4, 4, 4),
 )
 _TMA_ROWS_BASE_FP32: tuple[tuple[int, int, int, int, int, int], ...] = (
     (128, 128, 32, 4, 4, 1), (64, 128, 32, 4, 5, 1), (128, 256, 32, 8, 3, 0), (128, 128, 32, 4, 4, 0),
@@ -358,8 +353,7 @@ def staged_nhwc_candidates(problem: ConvProblem, limits: DeviceLimits | None = N
     return gemm_candidates(problem, limits, "staged_nhwc")
 
 
-# The narrowest dense output rows tma_rows races on (grouped ones race at any width): where a
-# row is 48 of a 64-pixel box or more (measured on segments of one row, before boxes of several).
+# The narrowest output rows tma_rows races on: 48 of a 64-pixel segment (wgmma's height).
 TMA_ROWS_MIN_RACE_WIDTH = 48
 TMA_ROWS_BARRIER_BYTES = 1024  # tma_rows's shared memory beyond its tiles: mbarriers, alignment
 
@@ -372,30 +366,23 @@ def tma_rows_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
 
 
 def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
-    """Fitted, de-duplicated tma_rows configs: ``block_n`` no wider than K, ``block_k`` no
-    deeper than C (grouped: powers of two dividing the merged groups' K/g and C/g, so that no
-    tile straddles two groups); stages dropped until the ring fits. ``block_m`` is a box of
-    whole output rows where rows are shorter than it."""
+    """Fitted, de-duplicated tma_rows configs: ``block_m`` (a row segment) no longer than the
+    row rounded up to a power of two (at least 64, wgmma's height), ``block_n`` no wider than
+    K, ``block_k`` no deeper than C; stages dropped until the ring fits."""
     limits = limits or DeviceLimits()
     start = default_config(problem, "tma_rows")
     budget = limits.bulk_copy_budget
-    merged, _ = tma_rows_merged(problem)
     fitted = []
     base = _TMA_ROWS_BASE if problem.itemsize == 2 else _TMA_ROWS_BASE_FP32
-    if merged.groups > 1:
-        base = _TMA_ROWS_BASE_GROUPED + base
     for block_m, block_n, block_k, num_warps, stages, persistent in (
             (start.block_m, start.block_n, start.block_k, start.num_warps, start.num_stages, start.persistent),
             *base):
-        if merged.groups > 1:
-            block_n = min(block_n, merged.k_per_group & -merged.k_per_group)
-            block_k = min(block_k, merged.c_per_group & -merged.c_per_group)
-        else:
-            block_n = min(block_n, pow2_at_least(problem.k, MIN_DOT_DIM))
-            block_k = min(block_k, pow2_at_least(problem.c, MIN_DOT_DIM))
+        block_m = min(block_m, pow2_at_least(problem.out_w, 64))
+        block_n = min(block_n, pow2_at_least(problem.k, MIN_DOT_DIM))
         if block_m * block_n <= 64 * 64:
             num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
-        config = replace(start, block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
+        config = replace(start, block_m=block_m, block_n=block_n,
+                         block_k=min(block_k, pow2_at_least(problem.c, MIN_DOT_DIM)), group_m=8,
                          num_warps=num_warps, num_stages=stages, persistent=persistent)
         while config.num_stages > 2 and tma_rows_shared_memory(problem, config) > budget:
             config = replace(config, num_stages=config.num_stages - 1)
@@ -699,8 +686,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue  # few channels: its GEMM gathers (s, c) slices anyway; im2row unrolls them
         if name == "depthwise_toeplitz" and problem.s < TOEPLITZ_MIN_WIDTH:
             continue  # a narrow filter fills too little of the band: S/JK useful
-        if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH and problem.groups == 1:
-            continue  # dense narrow rows: the implicit GEMMs' gathers win there (not yet raced with boxes)
+        if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH:
+            continue  # most of each 64-pixel row segment would be past the row's end
         if name == "dense_toeplitz" and problem.c >= MIN_TENSOR_CORE_DIM:
             continue  # its bands pay for few input channels; with more, a tap's slice fills a tensor-core step
         names.append(name)

@@ -32,7 +32,6 @@ from ..kernels.launch import (
     im2row_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     staged_nhwc_unsupported_reason,
-    tma_rows_merged,
     tma_rows_unsupported_reason,
     toeplitz_reach,
 )
@@ -483,25 +482,18 @@ def _dense_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _tma_rows_config(problem: ConvProblem) -> LaunchConfig:
-    """Boxes of 128 pixels (64 for dense rows 64 to 127 wide), the persistent form; the tuned
+    """Row segments of 128 pixels (64 for rows under 128), the persistent form; the tuned
     winners of benchmarks/probe_tma.py on an H200 (2026-11-23): fp16 128x256x64 w8 s3 for
     K >= 256 and 128x128x64 w4 s4 below (64x256x64 w8 s4 / 64x128x64 w4 s5 on 64-pixel
     rows), half the depth and one more stage for C = 32; TF32 128x128x32 w4 s4 (64x128x32
-    w4 s5). Grouped (thin groups merged, :func:`tma_rows_merged`): tiles inside one group,
-    128-pixel boxes. Under the interpreter: small tiles, still persistent (three programs walk
-    the tiles there)."""
-    merged, _ = tma_rows_merged(problem)
+    w4 s5). Under the interpreter: small tiles, still persistent (three programs walk the
+    tiles there)."""
     block_k = _pow2_between(problem.c, 16, 64 if problem.itemsize == 2 else 32)
-    block_n = _pow2_between(problem.k, 16, 128)  # no wider than K
-    if merged.groups > 1:  # whole groups a tile: powers of two that divide C/g and K/g
-        block_k = min(block_k, merged.c_per_group & -merged.c_per_group)
-        block_n = min(128, merged.k_per_group & -merged.k_per_group)
     if INTERPRET:
-        return LaunchConfig(block_m=16, block_n=min(block_n, 32), block_k=min(block_k, 32),
+        return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 16, 32), block_k=min(block_k, 32),
                             num_warps=1, num_stages=1, persistent=1)
-    if merged.groups > 1:
-        return LaunchConfig(block_m=128, block_n=block_n, block_k=block_k, num_warps=4, num_stages=5, persistent=1)
     block_m = 128 if problem.out_w >= 128 else 64
+    block_n = _pow2_between(problem.k, 16, 128)  # no wider than K
     if problem.itemsize == 4:
         return LaunchConfig(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=4,
                             num_stages=4 if block_m == 128 else 5, persistent=1)

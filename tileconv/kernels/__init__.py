@@ -150,7 +150,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     ),
     "tma_rows": Algorithm(
         "tma_rows",
-        "stride-1 NHWC implicit GEMM over boxes of output rows, both operands by bulk tensor copies (TMA); dense or grouped",
+        "stride-1 NHWC implicit GEMM over output-row segments, both operands by bulk tensor copies (TMA)",
         launch_tma_rows,
         tma_rows_unsupported_reason,
     ),

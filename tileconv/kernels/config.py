@@ -8,9 +8,6 @@ import torch
 
 from .._runtime import INT32_LIMIT, INTERPRET
 
-# tl.dot needs every tile dimension >= 16 (a 16-bit tensor-core step's K; the same bound on N).
-MIN_DOT_DIM = 16
-
 
 @dataclass(frozen=True)
 class LaunchConfig:
@@ -24,7 +21,7 @@ class LaunchConfig:
     num_stages: int = 3
     fuse_sc: int = 0  # implicit GEMM only: 1 = reduce over (filter column, channel) jointly
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
-    persistent: int = 0  # tma_rows, gemm_1x1: programs an SM walking the tiles (TMA-store epilogue); 0 = one a tile
+    persistent: int = 0  # tma_rows only: 1 = one program an SM walking the tiles (TMA-store epilogue)
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
 
     def to_dict(self) -> dict:
@@ -39,7 +36,7 @@ class LaunchConfig:
             f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
             f"w{self.num_warps} s{self.num_stages}" + (" fused-sc" if self.fuse_sc else "")
             + (f" split-k{self.split_k}" if self.split_k > 1 else "")
-            + (" persistent" if self.persistent else "") + (f"x{self.persistent}" if self.persistent > 1 else "")
+            + (" persistent" if self.persistent else "")
             + (" pingpong" if self.pingpong else "")
         )
 

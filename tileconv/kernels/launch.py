@@ -17,7 +17,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import INT32_LIMIT, INTERPRET, cdiv, kernel_strides, pow2_at_least, sm_count
 from ..problem import ConvProblem
-from .config import MIN_DOT_DIM, BackwardConfig, LaunchConfig, dot_constexprs, needs_int64
+from .config import BackwardConfig, LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
 from .depthwise import conv2d_depthwise_kernel
 from .depthwise_halo import conv2d_depthwise_halo_kernel
@@ -234,7 +234,7 @@ def launch_gemm_1x1(
     sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, views.m_tiles, views.grid_rows]
     if config.persistent and views.out is not None and describable(views.out, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(views.out, views.out_block)
-        return launch(conv1x1_tma_persistent_kernel, (min(tiles, config.persistent * sm_count(out.device)),),
+        return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
                       a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], BOX_Q=views.box_q,
                       **constexprs)
     return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides,
@@ -254,27 +254,18 @@ def _tma_gemm_arguments(
     return pointers, epilogue_strides, constexprs
 
 
-def tma_rows_merged(problem: ConvProblem) -> tuple[ConvProblem, int]:
-    """The problem tma_rows's GEMM runs (groups thinner than a tensor-core step merged, as
-    :func:`launch_grouped_gemm` merges them) and how many groups each merged one holds."""
-    pack = group_pack_factor(problem) if problem.groups > 1 else 1
-    return (replace(problem, groups=problem.groups // pack) if pack > 1 else problem), pack
-
-
 def tma_rows_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_tma_rows` cannot run ``problem`` (None if it can)."""
     if problem.stride != (1, 1):
-        return "its input boxes are contiguous rows only for stride 1"
+        return "its input segments are contiguous rows only for stride 1"
+    if problem.groups != 1:
+        return "it needs groups=1 (a group's channel tail would read the next group's channels)"
     if problem.layout != "nhwc":
         return "it reads the input through a 4D NHWC tensor descriptor: it needs channels_last"
-    merged, _ = tma_rows_merged(problem)
-    if merged.groups > 1 and (merged.c_per_group % MIN_DOT_DIM or merged.k_per_group % MIN_DOT_DIM):
-        return (f"a group's tiles must hold whole groups: it needs C/g and K/g (after merging thin groups: "
-                f"{merged.c_per_group} and {merged.k_per_group}) to be multiples of {MIN_DOT_DIM}")
-    if (merged.c_per_group * problem.itemsize) % 16:
-        return "bulk tensor copies need rows of a multiple of 16 bytes (C/g * itemsize)"
+    if (problem.c * problem.itemsize) % 16:
+        return "bulk tensor copies need rows of a multiple of 16 bytes (C * itemsize)"
     if problem.n * problem.out_h * cdiv(problem.out_w, 16) * cdiv(problem.k, 16) >= INT32_LIMIT:
-        return "its grid of boxes would pass 2**31 programs"
+        return "its grid of row segments would pass 2**31 programs"
     return None
 
 
@@ -287,46 +278,30 @@ def launch_tma_rows(
     out: torch.Tensor,
     config: LaunchConfig,
 ):
-    """Run :func:`conv2d_tma_rows_kernel`: each program one box of ``config.block_m`` output
-    pixels (whole output rows where a row is shorter, else a segment of one), both operands by
-    bulk tensor copy; with ``config.persistent``, :func:`conv2d_tma_rows_persistent_kernel` on
-    that many programs an SM (an output the copy engine cannot describe takes the first form's
-    pointer stores). Grouped: ``config.block_n`` must divide K/g and ``config.block_k`` C/g (of the merged
-    groups, :func:`tma_rows_merged`). A tensor the copy engine cannot describe (a start that is not
-    16-byte aligned, strides that are not multiples of 16 bytes: a sliced view) runs on the
-    implicit GEMM instead (grouped_gemm where groups merge), with the same result."""
+    """Run :func:`conv2d_tma_rows_kernel`: each program one segment of ``config.block_m``
+    pixels of an output row, both operands by bulk tensor copy; with ``config.persistent``,
+    :func:`conv2d_tma_rows_persistent_kernel` on one program an SM (an output the copy engine
+    cannot describe takes the first form's pointer stores). A tensor the copy engine
+    cannot describe (a start that is not 16-byte aligned, strides that are not multiples of
+    16 bytes: a sliced view) runs on the implicit GEMM instead, with the same result."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: tma_rows has no split-K (use implicit_gemm)")
-    merged, pack = tma_rows_merged(problem)
-    if merged.groups > 1 and (merged.k_per_group % config.block_n or merged.c_per_group % config.block_k):
-        raise ValueError(f"config {config}: tma_rows's tiles must not straddle groups; block_n must divide K/g = "
-                         f"{merged.k_per_group} and block_k C/g = {merged.c_per_group}")
-    gemm_weight = block_diagonal_weight(weight, problem.groups, pack) if pack > 1 else weight
-    w3d = channels_last_weight(gemm_weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s,
-                                                                          merged.c_per_group)
+    w3d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s, problem.c)
     x4d = x.permute(0, 2, 3, 1)  # (N, H, W, C): a view, C contiguous for a channels_last input
     if not (describable(x4d, problem.itemsize) and describable(w3d, problem.itemsize)):
-        if pack > 1:
-            return launch_grouped_gemm(problem, x, weight, bias, residual, out, config)
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    box_q = box_columns(problem.out_w, config.block_m)
-    box = [1, config.block_m // box_q, box_q]
-    x_desc = TensorDescriptor.from_tensor(x4d, [*box, config.block_k])
+    x_desc = TensorDescriptor.from_tensor(x4d, [1, 1, config.block_m, config.block_k])
     w_desc = TensorDescriptor.from_tensor(w3d, [config.block_n, 1, config.block_k])
     pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
-    constexprs.update(BOX_Q=box_q, SUB_C=problem.c_per_group if pack > 1 else 0,
-                      SUB_K=problem.k_per_group if pack > 1 else 0)
-    sizes = [problem.n, problem.out_h, problem.out_w, problem.k, merged.c_per_group, merged.k_per_group,
+    sizes = [problem.n, problem.out_h, problem.out_w, problem.k, problem.c,
              problem.padding[0], problem.padding[1], problem.dilation[0], problem.dilation[1]]
-    tiles = problem.n * cdiv(problem.out_h, box[1]) * cdiv(problem.out_w, box_q) * cdiv(problem.k, config.block_n)
+    tiles = problem.n * problem.out_h * cdiv(problem.out_w, config.block_m) * cdiv(problem.k, config.block_n)
     out4d = out.permute(0, 2, 3, 1)  # (N, P, Q, K)
     if config.persistent and describable(out4d, problem.itemsize):
-        out_desc = TensorDescriptor.from_tensor(out4d, [*box, config.block_n])
-        # Merged groups: a flag a tile for the redo (every entry written before it is read).
-        redo = scratch((tiles,), torch.int8, out.device) if pack > 1 else out
-        return launch(conv2d_tma_rows_persistent_kernel, (min(tiles, config.persistent * sm_count(out.device)),),
-                      x_desc, w_desc, out_desc, *pointers[1:], redo, *sizes, *epilogue_strides[4:], problem.r,
-                      problem.s, **constexprs)
+        out_desc = TensorDescriptor.from_tensor(out4d, [1, 1, config.block_m, config.block_n])
+        return launch(conv2d_tma_rows_persistent_kernel, (min(tiles, sm_count(out.device)),),
+                      x_desc, w_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], problem.r, problem.s,
+                      **constexprs)
     return launch(conv2d_tma_rows_kernel, (tiles,),
                   x_desc, w_desc, *pointers, *sizes, *epilogue_strides, problem.r, problem.s, **constexprs)
 
