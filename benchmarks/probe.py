@@ -12,6 +12,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py waves    # 3x3 and 1x1 rows at batch sizes of 0.56 to 2 rounds of tiles (wave quantization)
     python3 benchmarks/probe.py tf32k    # TF32 channel blocks of 64 and 16 (the candidates keep 32) on ResNet-50's rows
     python3 benchmarks/probe.py halo     # depthwise_halo (Gluon, shared-memory halo) on the depthwise rows up to 7x7
+    python3 benchmarks/probe.py grouped  # the grouped suite: pipelined (cp.async, L2) against unpipelined (LDG, L1) tiles
 
 Not the benchmark of record (that is ``python -m tileconv bench``); a bench for trying
 configs quickly. Writes the cubin and TTGIR of the inspected kernel under $OUT.
@@ -255,6 +256,26 @@ elif mode == "halo":
         algo, hc = select(p)
         bench_problem(f"{c.name} {algo.name}", p, [hc], algo.name)
         bench_problem(f"{c.name} depthwise_halo", p, depthwise_halo_candidates(p), "depthwise_halo")
+    sys.exit(0)
+elif mode == "grouped":
+    # The grouped suite's rows (fp16 NHWC): the heuristics' pick and cuDNN beside grouped_gemm and
+    # implicit_gemm tiles at 1 stage (plain loads: LDG through L1, where a tile's nine taps overlap)
+    # and pipelined (cp.async.cg, which Triton and Gluon 3.6 emit for every 16-byte copy whatever
+    # the cache modifier: each tap from L2, nine times the input's bytes). Session 22 (H200): L1 hit
+    # 62% at 1 stage, but slower on every row (c128 hw56 66.8 us against 53.6 pipelined).
+    for c in get_suite("grouped"):
+        if len(sys.argv) > 2 and sys.argv[2] not in c.name:
+            continue
+        p = c.problem(torch.float16, "nhwc")
+        algo, hc = select(p)
+        bench_problem(f"{c.name} {algo.name}", p, [hc], algo.name)
+        one = [C(128,32,32,8,4,1), C(64,32,32,8,4,1), C(64,32,32,8,2,1), C(256,32,32,8,8,1), C(128,32,32,8,8,1), C(32,32,32,8,1,1)]
+        piped = [C(128,32,32,8,4,4), C(64,32,32,8,4,4), C(128,32,32,8,4,2), C(256,32,32,8,8,3)]
+        for name in ("grouped_gemm", "implicit_gemm"):
+            if name == "grouped_gemm" and p.c_per_group >= 32:
+                continue
+            bench_problem(f"{c.name} {name} 1-stage", p, one, name)
+            bench_problem(f"{c.name} {name} piped", p, piped, name)
     sys.exit(0)
 # SASS check
 p = get_suite("resnet50")[2].problem(torch.float16, "nhwc")
