@@ -421,18 +421,19 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:
-    """One warp a program. Filters of more than 9 taps on outputs 14 wide and up: 2 channels a
-    thread on 4x8-pixel tiles where C is a whole number of 64-channel blocks, else 1 on 8x8
-    (the 7x7 filter in registers either way: 98 or 49 values a thread). Else 4x8 tiles (4x4 on
-    outputs of at most 4 columns), 8x8 on 3x3 outputs of 28 columns and up with 64 channels and
-    more, and 4 channels a thread from 384 channels, 2 from 192, else 1. Halved until the halo
-    (and the filter, where it is not in registers) fit the kernel's shared-memory bound.
-    Tuning's winners on an H200 (session 12, fp16 NHWC batch 32): 3x3 c32 hw112 4x8 x1, c144
-    hw56 8x8 x1, c192 hw28 8x8 x2, c384 / c576 hw14 and c960 hw7 4x8 x4; 7x7 c96 hw56 8x8 x1
-    (73.8 us against 78.6 on 4x8 x2), c192 hw28 4x8 x2 (42.8 against 48.9 on 8x8 x1, the next
-    call), c384 hw14 8x8 x1 (27.5 against 28.0 on 4x8 x2), c768 hw7 4x8 x4."""
-    if problem.r * problem.s > 9 and problem.out_w >= 14:
-        rows, width, vec = (4, 8, 2) if problem.c % 64 == 0 else (8, 8, 1)
+    """One warp a program. Filters of more than 9 taps: 8x8-pixel tiles (8 wide at most the
+    output's width, rounded up to a power of two, at least 4) at one channel a thread, the
+    kernel's 8-pixel steps (the 7x7 filter in registers: 49 values a thread). Else 4x8 tiles
+    (4x4 on outputs of at most 4 columns), 8x8 on 3x3 outputs of 28 columns and up with 64
+    channels and more, and 4 channels a thread from 384 channels, 2 from 192, else 1. Halved
+    until the halo (and the filter, where it is not in registers) fit the kernel's shared-memory
+    bound. Tuning's winners on an H200 (fp16 NHWC batch 32): 3x3 (session 12) c32 hw112 4x8 x1,
+    c144 hw56 8x8 x1, c192 hw28 8x8 x2, c384 / c576 hw14 and c960 hw7 4x8 x4; 7x7 (session 22,
+    after session 14's 8-pixel steps, which only one channel a thread takes) 8x8 x1 on every
+    ConvNeXt row: c96 hw56 44.5 us, c192 hw28 31.6 (against 42.9 on 4x8 x2, the rule before),
+    c384 hw14 19.3 (25.0 on 4x8 x2), c768 hw7 14.7 (16.9 on 4x8 x4)."""
+    if problem.r * problem.s > 9:
+        rows, width, vec = 8, _pow2_between(problem.out_w, 4, 8), 1
     else:
         width = _pow2_between(problem.out_w, 4, 8)
         rows = 8 if problem.out_w >= 28 and problem.c >= 64 and width == 8 else 4
