@@ -35,10 +35,10 @@ def _row(suite: str, case) -> dict | None:
     """cuDNN's time on ``case`` (fp16 channels_last) and its floor's, or None where no plain
     kernel moves the same bytes (K != C, or a stride other than 1 and 2)."""
     p = case.problem(torch.float16, "nhwc")
-    x = torch.randn(p.n, p.c, p.h, p.w, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
-    w = torch.randn(p.k, p.c_per_group, p.r, p.s, device="cuda", dtype=p.dtype)
     if p.k != p.c or p.stride not in ((1, 1), (2, 2)) or (p.stride == (1, 1) and (p.out_h, p.out_w) != (p.h, p.w)):
         return None
+    x = torch.randn(p.n, p.c, p.h, p.w, device="cuda", dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(p.k, p.c_per_group, p.r, p.s, device="cuda", dtype=p.dtype)
     cudnn_us = bench_us(lambda: F.conv2d(x, w, None, p.stride, p.padding, p.dilation, p.groups))
     if p.stride == (1, 1):
         out = torch.empty_like(x)

@@ -432,10 +432,10 @@ def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:
     after session 14's 8-pixel steps, which only one channel a thread takes) 8x8 x1 on every
     ConvNeXt row: c96 hw56 44.5 us, c192 hw28 31.6 (against 42.9 on 4x8 x2, the rule before),
     c384 hw14 19.3 (25.0 on 4x8 x2), c768 hw7 14.7 (16.9 on 4x8 x4)."""
+    width = _pow2_between(problem.out_w, 4, 8)
     if problem.r * problem.s > 9:
-        rows, width, vec = 8, _pow2_between(problem.out_w, 4, 8), 1
+        rows, vec = 8, 1
     else:
-        width = _pow2_between(problem.out_w, 4, 8)
         rows = 8 if problem.out_w >= 28 and problem.c >= 64 and width == 8 else 4
         vec = 4 if problem.c >= 384 else 2 if problem.c >= 192 else 1
     config = LaunchConfig(block_m=rows * width, block_n=32 * vec, block_k=width, num_warps=1, num_stages=1)
