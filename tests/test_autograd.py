@@ -205,7 +205,7 @@ BACKWARD_GEOMETRIES = [
 BACKWARD_TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
-def _backward_case(geometry, dtype, layout, device, seed, view=False):
+def _backward_case(geometry, dtype, layout, device, seed, view=False, weight_layout="nchw"):
     _, n, c, h, w, k, r, s, stride, padding, dilation, groups = geometry
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, c, h, w + (1 if view else 0), generator=gen)
@@ -215,6 +215,8 @@ def _backward_case(geometry, dtype, layout, device, seed, view=False):
     if view:  # a strided view: neither NCHW- nor NHWC-contiguous
         x = x[..., 1:]
     weight = weight.to(dtype=dtype, device=device)
+    if weight_layout == "nhwc":  # a model moved to channels_last has its weights so
+        weight = weight.contiguous(memory_format=torch.channels_last)
     problem = tileconv.problem_from_arguments(x, weight, None, stride, padding, dilation, groups)
     grad_shape = problem.output_shape[:3] + (problem.output_shape[3] + (1 if view else 0),)
     grad = torch.randn(grad_shape, generator=gen).to(dtype=dtype, device=device)
@@ -236,6 +238,10 @@ def _check_backward(problem, x, weight, grad, want_x, want_w, context, algo="aut
     assert got_w.shape == weight.shape and got_w.dtype == weight.dtype
     if problem.layout == "nhwc":
         assert got_x.is_contiguous(memory_format=torch.channels_last), "grad_input does not follow the input's layout"
+    if weight.is_contiguous(memory_format=torch.channels_last) and not weight.is_contiguous():
+        assert got_w.is_contiguous(memory_format=torch.channels_last), "grad_weight does not follow the weight's layout"
+    else:
+        assert got_w.is_contiguous(), f"grad_weight strides {got_w.stride()} for a contiguous weight"
     assert_conv_close(got_x, want_x, tol, context=f"dgrad, {context}")
     assert_conv_close(got_w, want_w, tol, context=f"wgrad, {context}")
 
@@ -296,6 +302,40 @@ def test_backward_pinned_configs(name, geometry, algo, dgrad_config, wgrad_confi
                     dgrad_config=dgrad_config, wgrad_config=wgrad_config)
 
 
+# A channels_last weight (a model moved to channels_last): its gradient comes back
+# channels_last, where the GEMM's columns (r, s, c) are the weight's own order, so one split
+# is written by the wgrad kernel itself (no partial sums) and more splits are summed into it.
+CHANNELS_LAST_WEIGHT_CASES = [
+    ("direct", BACKWARD_GEOMETRIES[2], BackwardConfig(16, 16, 16, split_k=1, num_warps=1)),
+    ("split3", BACKWARD_GEOMETRIES[2], BackwardConfig(16, 16, 16, split_k=3, num_warps=1)),
+    ("direct_grouped", BACKWARD_GEOMETRIES[5], BackwardConfig(16, 16, 16, split_k=1, num_warps=1)),
+    ("direct_7x1", BACKWARD_GEOMETRIES[9], BackwardConfig(16, 16, 16, split_k=1, num_warps=1)),
+]
+
+
+@pytest.mark.parametrize("name,geometry,wgrad_config", CHANNELS_LAST_WEIGHT_CASES,
+                         ids=[c[0] for c in CHANNELS_LAST_WEIGHT_CASES])
+def test_channels_last_weight_gets_a_channels_last_gradient(name, geometry, wgrad_config, device: str, seed: int):
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, torch.float16, "nhwc", device, seed,
+                                                              weight_layout="nhwc")
+    assert not weight.is_contiguous()
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})", algo="implicit_gemm",
+                    wgrad_config=wgrad_config)
+
+
+def test_direct_column_stride():
+    """When a wgrad's columns t = (r, s, c) lie evenly in the gradient: always for 1x1,
+    for a channels_last weight, never for an NCHW 3x3."""
+    from tileconv.kernels.wgrad import direct_column_stride
+
+    problem = tileconv.ConvProblem(1, 8, 5, 5, 4, 3, 3, padding=(1, 1))
+    assert direct_column_stride(problem, torch.empty(4, 8, 3, 3)) is None
+    assert direct_column_stride(problem, torch.empty(4, 8, 3, 3).contiguous(memory_format=torch.channels_last)) == 1
+    one = tileconv.ConvProblem(1, 8, 5, 5, 4, 1, 1)
+    assert direct_column_stride(one, torch.empty(4, 8, 1, 1)) == 1
+    assert direct_column_stride(one, torch.empty(8, 4, 1, 1).transpose(0, 1)) == 4
+
+
 # The halo wgrad (Gluon: a GPU with cp.async; skipped under the interpreter, where the
 # CUDA-core kernel is the depthwise default). Ragged 8x8 tiles over 13x10 outputs with three
 # splits and a channel block wider than C; a 5x5 at stride 2 with uneven padding and dilated
@@ -338,6 +378,11 @@ WS_WGRAD_CASES = [
      BackwardConfig(128, 128, 32, split_k=4, num_warps=8, num_stages=5, ws=1)),
     ("ws_5x5_wide", ("ws_5x5", 1, 256, 9, 9, 64, 5, 5, 1, 2, 1, 1), torch.float16,
      BackwardConfig(64, 256, 64, split_k=1, num_warps=4, num_stages=2, ws=1)),
+    # A channels_last weight: one split is written straight into its gradient; two are summed into it.
+    ("ws_3x3_direct_cl", ("ws_cl", 2, 64, 13, 10, 72, 3, 3, 1, 1, 1, 1), torch.bfloat16,
+     BackwardConfig(64, 64, 32, split_k=1, num_warps=4, num_stages=3, ws=1), "nhwc"),
+    ("ws_3x3_split2_cl", ("ws_cl2", 2, 128, 9, 9, 128, 3, 3, 1, 1, 1, 1), torch.float16,
+     BackwardConfig(128, 128, 64, split_k=2, num_warps=4, num_stages=3, ws=1), "nhwc"),
 ]
 
 
@@ -348,14 +393,16 @@ def _ws_wgrad_reason() -> str | None:
         tileconv.ConvProblem(2, 64, 8, 8, 64, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc"))
 
 
-@pytest.mark.parametrize("name,geometry,dtype,config", WS_WGRAD_CASES, ids=[c[0] for c in WS_WGRAD_CASES])
-def test_ws_wgrad_matches_float64(name, geometry, dtype, config, device: str, seed: int):
+@pytest.mark.parametrize("case", WS_WGRAD_CASES, ids=[c[0] for c in WS_WGRAD_CASES])
+def test_ws_wgrad_matches_float64(case, device: str, seed: int):
     """The warp-specialized wgrad (dy by TMA, the input gathered, wgmma on both operands
     transposed) against float64 on pinned tiles."""
+    name, geometry, dtype, config, *weight_layout = case
     reason = _ws_wgrad_reason()
     if reason is not None:
         pytest.skip(f"wgrad ws: {reason}")
-    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed)
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed,
+                                                              weight_layout=(weight_layout or ["nchw"])[0])
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})",
                     algo="implicit_gemm", wgrad_config=config)
 

@@ -201,7 +201,7 @@ class _Step:
     tensor argument becomes its address, a TMA descriptor is described again over the
     new address of the tensor it views)."""
 
-    __slots__ = ("launch", "head", "template", "pointer_slots", "descriptor_slots")
+    __slots__ = ("launch", "head", "template", "pointer_slots", "descriptor_slots", "encoded")
 
     def __init__(self, compiled, grid: tuple[int, int, int], arguments: list, slot_of) -> None:
         launcher = compiled.run  # loads the module on first use
@@ -227,16 +227,101 @@ class _Step:
                 layout = (list(value.shape), list(value.strides), list(value.block_shape), value.padding)
                 self.descriptor_slots.append((position, slot_of(value.base, by_address=True), layout))
                 self.template[position] = None
+        self.encoded = _EncodedDescriptors.of(self.launch, self.template, self.pointer_slots, self.descriptor_slots)
 
     def __call__(self, stream: int, pointers: list[int]) -> None:
+        head = self.head.copy()
+        head[3] = stream
+        if self.encoded is not None:
+            self.encoded.launch(head, pointers)
+            return
         arguments = self.template.copy()
         for position, slot in self.pointer_slots:
             arguments[position] = pointers[slot]
         for position, slot, layout in self.descriptor_slots:
             arguments[position] = _Descriptor(pointers[slot], layout)
-        head = self.head.copy()
-        head[3] = stream
         self.launch(*head, *arguments)
+
+
+class _EncodedDescriptors:
+    """A step's launch with its TMA descriptors encoded by the plan, not by Triton's wrapper.
+
+    Triton 3.6 wraps the compiled launcher of a kernel with tensor-descriptor arguments in a
+    Python function that walks all of the kernel's arguments and encodes every descriptor
+    (``cuTensorMapEncodeTiled``) on every launch. A plan knows each descriptor's layout, so
+    the arguments are laid out once, as the wrapper would expand them, and a descriptor is
+    encoded again only when its tensor's address changes: each slot keeps the encodings of
+    the last few addresses it saw (a training step's tensors come back at the same
+    addresses from PyTorch's caching allocator). The encoded map is a plain value that the
+    launcher copies into the kernel's parameters, so reusing it is safe.
+
+    :meth:`of` returns None when the launcher is not the wrapper it knows (no descriptor
+    arguments, another Triton): the step then launches through Triton's own path.
+    """
+
+    KEPT = 4  # encodings kept per descriptor argument
+
+    __slots__ = ("raw", "fill", "template", "pointer_positions", "fills")
+
+    @classmethod
+    def of(cls, launch, template: list, pointer_slots: list, descriptor_slots: list) -> _EncodedDescriptors | None:
+        code, closure = getattr(launch, "__code__", None), getattr(launch, "__closure__", None)
+        if not descriptor_slots or code is None or closure is None or code.co_name != "inner":
+            return None
+        cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in closure), strict=True))
+        raw, indices, metas = cells.get("launcher"), cells.get("tensordesc_indices"), cells.get("tensordesc_meta")
+        if raw is None or indices is None or metas is None or len(metas) != len(descriptor_slots) \
+                or sorted(indices) != [position for position, _, _ in descriptor_slots]:
+            return None
+        if any(meta is not None and meta.get("fp4_padded", True) for meta in metas) \
+                or any(layout[1][-1] != 1 for _, _, layout in descriptor_slots):
+            return None  # layouts the wrapper would change before encoding: left to it
+        # The wrapper's own module encodes the same way it would: its dtype map, its driver.
+        dtypes, triton_module = launch.__globals__.get("TMA_DTYPE_DEVICE_TO_HOST"), launch.__globals__.get("triton")
+        if dtypes is None or triton_module is None:
+            return None
+        fill = triton_module.runtime.driver.active.utils.fill_tma_descriptor
+        return cls(raw, fill, dtypes, template, pointer_slots, descriptor_slots, metas)
+
+    def __init__(self, raw, fill, dtypes: dict, template: list, pointer_slots: list, descriptor_slots: list,
+                 metas: list) -> None:
+        self.raw, self.fill = raw, fill
+        pointer_at = dict(pointer_slots)
+        descriptors = {position: (slot, layout, meta)
+                       for (position, slot, layout), meta in zip(descriptor_slots, metas, strict=True)}
+        self.template, self.pointer_positions, self.fills = [], [], []
+        for position, value in enumerate(template):
+            if position in pointer_at:
+                self.pointer_positions.append((len(self.template), pointer_at[position]))
+                self.template.append(None)
+            elif position in descriptors:
+                slot, (shape, strides, block_shape, padding), meta = descriptors[position]
+                if meta is None:  # decomposed by the frontend: the base pointer, then the layout twice
+                    self.pointer_positions.append((len(self.template), slot))
+                    self.template += [None, *shape, *strides, padding == "nan", *shape, *strides]
+                    continue
+                encode = (meta["swizzle"], meta["elem_size"], dtypes[meta["elem_type"]],
+                          meta["block_size"], shape, strides, 1 if padding == "nan" else 0)
+                self.fills.append((len(self.template), slot, encode, {}))
+                self.template += [None, *shape, *strides]
+            else:
+                self.template.append(value)
+
+    def launch(self, head: list, pointers: list[int]) -> None:
+        arguments = self.template.copy()
+        for position, slot in self.pointer_positions:
+            arguments[position] = pointers[slot]
+        for position, slot, encode, kept in self.fills:
+            address = pointers[slot]
+            encoded = kept.get(address)
+            if encoded is None:
+                if len(kept) >= self.KEPT:
+                    kept.clear()
+                swizzle, elem_size, elem_type, block, shape, strides, padding = encode
+                encoded = kept[address] = self.fill(address, swizzle, elem_size, elem_type, block, shape, strides,
+                                                    padding)
+            arguments[position] = encoded
+        self.raw(*head, *arguments)
 
 
 class _Workspace:

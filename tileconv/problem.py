@@ -14,7 +14,7 @@ argument and its value before anything is allocated or written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Union
 
 import torch
@@ -61,6 +61,19 @@ class ConvProblem:
             object.__setattr__(self, "padding_end", tuple(self.padding))
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout={self.layout!r} must be one of {LAYOUTS}")
+
+    def __hash__(self) -> int:
+        # A problem keys every dispatch memo and replayed call, several times a call: its
+        # hash (over 16 fields and the epilogue's) is computed once and kept.
+        kept = self.__dict__.get("_hash")
+        if kept is None:
+            kept = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", kept)
+        return kept
+
+    def __getstate__(self) -> dict:
+        # The kept hash stays behind: str and dtype hashes differ from process to process.
+        return {name: value for name, value in self.__dict__.items() if name != "_hash"}
 
     # ----------------------------------------------------------------- output size
     @property

@@ -107,17 +107,34 @@ def dgrad_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
     gradient (:meth:`tileconv.problem.ConvProblem.dgrad_as_forward`): (C, K/g, R, S) with
     ``w'[g*C/g + c, k, r, s] = w[g*K/g + k, c, R-1-r, S-1-s]`` (each group's channel axes
     swapped, the taps flipped), stored channels_last (the reduction axis, K/g, contiguous:
-    what the implicit GEMM's B tile and gemm_1x1's bulk copies read)."""
+    what the implicit GEMM's B tile and gemm_1x1's bulk copies read).
+
+    Flipping both filter axes reverses the tap index t = r*S + s (to R*S-1-t), so the whole
+    derivation is one gather: ``index_select`` of the reversed taps from ``weight`` viewed
+    as (g, C/g, R*S, K/g), whose output is contiguous in that order, i.e. channels_last
+    (C, K/g, R, S). One kernel; a training step derives it again on every backward (the
+    autocast copy of the weight is new each step), where a flip and a copy cost two."""
 
     def build(w: torch.Tensor) -> torch.Tensor:
         k, c_per_group, r, s = w.shape
-        flipped = w.flip((2, 3)).reshape(groups, k // groups, c_per_group, r, s)
-        out = torch.empty((groups * c_per_group, k // groups, r, s), dtype=w.dtype, device=w.device,
-                          memory_format=torch.channels_last)
-        out.view(groups, c_per_group, k // groups, r, s).copy_(flipped.transpose(1, 2))
-        return out
+        k_per_group = k // groups
+        taps = w.reshape(groups, k_per_group, c_per_group, r * s).permute(0, 2, 3, 1)  # (g, C/g, R*S, K/g)
+        gathered = torch.index_select(taps, 2, _reversed_taps(r * s, w.device))  # contiguous
+        return gathered.view(groups * c_per_group, r, s, k_per_group).permute(0, 3, 1, 2)
 
     return _cached(weight, f"dgrad/{groups}", build)
+
+
+_REVERSED: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+
+def _reversed_taps(taps: int, device: torch.device) -> torch.Tensor:
+    """``arange(taps - 1, -1, -1)`` on ``device``, made once."""
+    key = (taps, device)
+    index = _REVERSED.get(key)
+    if index is None:
+        index = _REVERSED[key] = torch.arange(taps - 1, -1, -1, device=device)
+    return index
 
 
 def unrolled_columns_weight(weight: torch.Tensor, channels: int) -> torch.Tensor:

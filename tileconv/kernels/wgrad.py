@@ -361,6 +361,18 @@ def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
     return chunk, cdiv(reduction, chunk)
 
 
+def direct_column_stride(problem: ConvProblem, grad_weight: torch.Tensor) -> int | None:
+    """The stride between consecutive GEMM columns t = (r, s, c) in ``grad_weight`` when it
+    is one stride for all of them (a 1x1 filter; a channels_last weight, where t is the
+    weight's own memory order), else None. Where it exists and the pixels are not split, a
+    wgrad kernel writes its tile straight into the gradient: no partial sums, no second launch."""
+    _, stride_c, stride_r, stride_s = grad_weight.stride()
+    if (problem.s > 1 and stride_s != problem.c_per_group * stride_c) or \
+            (problem.r > 1 and stride_r != problem.s * problem.c_per_group * stride_c):
+        return None
+    return stride_c
+
+
 def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
     """grad_weight = the sum of ``workspace``'s splits ([split, K, C/g*R*S] fp32, columns
     t = (r, s, c)), by :func:`wgrad_finish_kernel` (a Triton launch, so that a replayed call
@@ -396,10 +408,10 @@ def launch_wgrad_implicit_gemm(
     tiles = cdiv(problem.k_per_group, config.block_m) * cdiv(columns, config.block_n) * problem.groups
     split = choose_split_k(reduction, config.block_k, tiles, config.split_k, partial_sum_cap(problem))
     chunk, split = _chunk(reduction, split, config.block_k)
-    direct = split == 1 and problem.r * problem.s == 1  # columns t = c: the weight's own order
-    if direct:
+    column_stride = direct_column_stride(problem, grad_weight) if split == 1 else None
+    if column_stride is not None:  # one split: the kernel writes the gradient itself
         out = grad_weight
-        out_strides = (0, grad_weight.stride(0), grad_weight.stride(1))
+        out_strides = (0, grad_weight.stride(0), column_stride)
     else:
         out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
         out_strides = out.stride()
@@ -418,7 +430,7 @@ def launch_wgrad_implicit_gemm(
         FLAT=_flat_pixels(problem, grad, x),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    if not direct:
+    if column_stride is None:
         sum_splits(problem, out, grad_weight, split)
     return split
 

@@ -19,7 +19,8 @@ the reduction over the N*P*Q output pixels, split-K partial sums summed by
 
 One tile (BLOCK_M output channels x BLOCK_N columns of one tap) and one split of the pixels
 a program; the partial sums go to a [split, K, C*R*S] fp32 workspace in the tile's own
-column order. Gluon kernels compile only for a GPU: under the interpreter the launcher's
+column order, or with one split straight into a gradient whose columns lie evenly spaced
+(a channels_last weight's: :func:`~tileconv.kernels.wgrad.direct_column_stride`). Gluon kernels compile only for a GPU: under the interpreter the launcher's
 :func:`wgrad_ws_unsupported_reason` says so, the tests run it on a GPU and CI compiles it
 for sm_90 (``benchmarks/sass.py``).
 """
@@ -54,7 +55,7 @@ from .launch import (
     describable,
     ws_block_k,
 )
-from .wgrad import _chunk, launch_wgrad_implicit_gemm, sum_splits
+from .wgrad import _chunk, direct_column_stride, launch_wgrad_implicit_gemm, sum_splits
 
 
 @gluon.jit
@@ -135,14 +136,14 @@ def _wgrad_mma(
     offs_k = k0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout))
     offs_t = col0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
     ptrs = ws_ptr + split * stride_os + (offs_k * stride_ok)[:, None] + (offs_t * stride_ot)[None, :]
-    gl.store(ptrs, acc, mask=(offs_k < K)[:, None])
+    gl.store(ptrs, acc.to(ws_ptr.dtype.element_ty), mask=(offs_k < K)[:, None])  # fp32 sums, or the gradient
 
 
 @gluon.jit
 def conv2d_wgrad_ws_kernel(
     dy_desc,  # TensorDescriptor over dy as (N*P*Q, K), block (BLOCK_K, BLOCK_M)
     x_ptr,  # input, channels contiguous (channels_last), through stride_xn, stride_xh, stride_xw
-    ws_ptr,  # [SPLIT, K, C*R*S] fp32 partial sums, columns t = (r, s, c) (written)
+    ws_ptr,  # [SPLIT, K, C*R*S] fp32 partial sums, columns t = (r, s, c), or the gradient itself (written)
     L, H, W, P, Q, C, K,  # L = N*P*Q pixels
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_xn, stride_xh, stride_xw,
@@ -261,14 +262,20 @@ def launch_wgrad_ws(
     dtype = _GLUON_DTYPES[problem.dtype]
     dy_block = [config.block_k, config.block_m]
     dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
-    out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
+    column_stride = direct_column_stride(problem, grad_weight) if split == 1 else None
+    if column_stride is not None:  # one split: the tiles are the gradient, written in its dtype
+        out, out_strides = grad_weight, (0, grad_weight.stride(0), column_stride)
+    else:
+        out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
+        out_strides = out.stride()
     launch(conv2d_wgrad_ws_kernel, (tiles * split,),
            dy_desc, x, out, problem.gemm_m, problem.h, problem.w, problem.out_h, problem.out_w, problem.c, problem.k,
            problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
-           problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3), *out.stride(),
+           problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3), *out_strides,
            problem.s, chunk, tiles,
            BLOCK_M=config.block_m, BLOCK_N=block_n, BLOCK_K=config.block_k, STAGES=config.num_stages,
            LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, NUM_WARPS=config.num_warps,
            INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
-    sum_splits(problem, out, grad_weight, split)
+    if column_stride is None:
+        sum_splits(problem, out, grad_weight, split)
     return split
