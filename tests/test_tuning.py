@@ -43,7 +43,7 @@ from tileconv.dispatch.candidates import (
 )
 from tileconv.dispatch.heuristics import choose_algorithm, default_config
 from tileconv.functional import conv2d_problem
-from tileconv.kernels import ALGORITHMS, Algorithm
+from tileconv.kernels import ALGORITHMS, Algorithm, BackwardConfig
 from tileconv.kernels.launch import (
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
@@ -200,6 +200,24 @@ def test_select_prefers_the_cached_winner():
     assert (algorithm.name, config) == ("direct", DISTINCT)
     # The winner is keyed by device: another device's choice is its own.
     assert select(SMALL, "auto", "meta")[0].name == choose_algorithm(SMALL)
+
+
+def test_a_16_bit_winner_stands_in_for_the_other_16_bit_type():
+    """An fp16 winner serves the same problem in bf16 (and back) where that has no entry of
+    its own; its own entry comes first; float32 never borrows; tuning asks for exact entries."""
+    bf16, fp32 = replace(SMALL, dtype=torch.bfloat16), replace(SMALL, dtype=torch.float32)
+    other = LaunchConfig(block_m=64, block_n=32, block_k=16, num_warps=4, num_stages=3)
+    cache.store({cache.entry_key(SMALL, "cpu"): _entry("direct", DISTINCT)})
+    assert cache.lookup(bf16, "cpu").config == DISTINCT
+    assert cache.lookup(bf16, "cpu", sibling=False) is None and cache.lookup(fp32, "cpu") is None
+    assert select(bf16, "auto", "cpu") == select(SMALL, "auto", "cpu")
+    cache.store({cache.entry_key(bf16, "cpu"): _entry("implicit_gemm", other)})
+    assert cache.lookup(bf16, "cpu").config == other and cache.lookup(SMALL, "cpu").config == DISTINCT
+    wgrad = BackwardConfig(32, 16, 16, split_k=2, num_warps=2)
+    cache.store({cache.backward_key(bf16, "cpu", "wgrad"): {"algorithm": "implicit_gemm", "gradient": "wgrad",
+                                                            "config": wgrad.to_dict()}})
+    assert cache.lookup_backward(SMALL, "wgrad", "cpu") == wgrad
+    assert cache.lookup_backward(SMALL, "wgrad", "cpu", sibling=False) is None
 
 
 def test_forced_algorithm_gets_its_own_best_tuned_config():

@@ -46,7 +46,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -278,19 +278,41 @@ def parse_entry(entry: Entry) -> TunedChoice | None:
         return None
 
 
-def lookup(problem: ConvProblem, device: torch.device | str | int | None = None) -> TunedChoice | None:
-    """The cached winner for ``problem`` on ``device`` with this Triton, if tuned."""
-    entry = _entries(cache_file()).get(entry_key(problem, device_name(device)))
+# A problem tuned in one 16-bit float type stands in for the same problem in the other where
+# that has no entry of its own: the same kernels, tiles and bytes, the same tensor-core rate
+# (bf16 ran within 3% of fp16 row by row, both tuned: README), and a winner beats the
+# heuristics' guess. A model trained under bf16 autocast on a GPU tuned by `tune --suite`
+# (fp16) gets the tuned kernels. Tuning itself asks for exact entries only (``sibling=False``).
+_SIBLING_DTYPE = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
+
+
+def _sibling(problem: ConvProblem) -> ConvProblem | None:
+    other = _SIBLING_DTYPE.get(problem.dtype)
+    return None if other is None else replace(problem, dtype=other)
+
+
+def lookup(problem: ConvProblem, device: torch.device | str | int | None = None, *,
+           sibling: bool = True) -> TunedChoice | None:
+    """The cached winner for ``problem`` on ``device`` with this Triton, if tuned (with
+    ``sibling``, else the winner of the same problem in the other 16-bit type)."""
+    entries, name = _entries(cache_file()), device_name(device)
+    entry = entries.get(entry_key(problem, name))
+    if entry is None and sibling and (other := _sibling(problem)) is not None:
+        entry = entries.get(entry_key(other, name))
     return parse_entry(entry) if entry is not None else None
 
 
 def lookup_backward(problem: ConvProblem, gradient: str,
                     device: torch.device | str | int | None = None,
-                    algorithms: Collection[str] | None = None) -> BackwardConfig | None:
+                    algorithms: Collection[str] | None = None, *, sibling: bool = True) -> BackwardConfig | None:
     """The tuned ``gradient`` config for ``problem`` on ``device`` with this Triton, if any
     (None too for an entry this version cannot read, or, where ``algorithms`` is given, one
-    tuned for a backward algorithm not among them: its config would mean another kernel's tile)."""
-    entry = _entries(cache_file()).get(backward_key(problem, device_name(device), gradient))
+    tuned for a backward algorithm not among them: its config would mean another kernel's
+    tile). With ``sibling``, the other 16-bit type's entry where the problem has none."""
+    entries, name = _entries(cache_file()), device_name(device)
+    entry = entries.get(backward_key(problem, name, gradient))
+    if entry is None and sibling and (other := _sibling(problem)) is not None:
+        entry = entries.get(backward_key(other, name, gradient))
     if entry is None or entry.get("gradient") != gradient:
         return None
     if algorithms is not None and entry.get("algorithm") not in algorithms:

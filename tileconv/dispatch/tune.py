@@ -499,7 +499,7 @@ def tune(
     with _Progress(len(unique), progress) as bar, _device_context(device):
         for key, problem in unique.items():
             bar.start(problem)
-            tuned = None if force else cache.lookup(problem, device)
+            tuned = None if force else cache.lookup(problem, device, sibling=False)
             if tuned is not None:
                 result = TuneResult(problem, key, "cached", tuned.algorithm, tuned.config, tuned.time_ms)
             elif problem.n == 0:

@@ -297,7 +297,8 @@ def tune_backward(
                     continue
                 cached = None if force else cache.lookup_backward(
                         problem, gradient, device,
-                        same_kernel(get_backward_algorithm(choose_backward_algorithm(problem)), gradient))
+                        same_kernel(get_backward_algorithm(choose_backward_algorithm(problem)), gradient),
+                        sibling=False)
                 if cached is not None:
                     result = BackwardTuneResult(problem, gradient, key, "cached", config=cached)
                 elif problem.n == 0:
