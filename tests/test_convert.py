@@ -193,6 +193,21 @@ def test_untraceable_model_falls_back_to_modules_with_a_warning(device, seed):
         assert_close(converted(x), model(x), context="untraceable")
 
 
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_bare_conv2d_is_converted(fuse, device, seed):
+    """A model that is one nn.Conv2d (no parent to swap it in) becomes a tileconv.nn.Conv2d
+    with its parameters, and the original is left as it was."""
+    torch.manual_seed(seed)
+    conv = nn.Conv2d(3, 8, 3, stride=2, padding=1, groups=1).to(device)
+    converted = tileconv.convert(conv, fuse=fuse)
+    assert type(converted) is tileconv.nn.Conv2d and type(conv) is nn.Conv2d
+    assert converted.tileconv_report.convs_replaced == 1
+    assert converted.weight.requires_grad and torch.equal(converted.weight, conv.weight)
+    x = torch.rand(2, 3, 9, 9, device=device)
+    with torch.no_grad():
+        assert_close(converted(x), conv(x), context="bare conv")
+
+
 def test_training_mode_batchnorm_is_not_folded(device, seed):
     torch.manual_seed(seed)
     model = randomize_batchnorm(TinyResNet()).to(device).train()

@@ -464,7 +464,7 @@ def convert(
       fused into :class:`ResidualConv2d`, which checks the shape at run time.
 
     Returns a ``torch.fx.GraphModule`` when ``model`` could be traced, else ``model`` (or its
-    copy) with its convolutions replaced; either way with ``.tileconv_report``, a
+    copy) with its convolutions replaced (a bare ``nn.Conv2d`` gives a :class:`tileconv.nn.Conv2d`); either way with ``.tileconv_report``, a
     :class:`ConversionReport` (``tileconv.convert.summary(report)`` renders it). Warns when
     the model could not be traced, listing what was not fused. Eval-mode BatchNorm only is
     folded: convert after ``model.eval()`` for inference.
@@ -475,6 +475,11 @@ def convert(
         example_inputs = (example_inputs,)
     report = ConversionReport()
     source = model if inplace else copy.deepcopy(model)
+    if type(source) is nn.Conv2d:  # the model is one convolution: it has no parent to swap it in
+        converted = _tileconv_conv(source, None, None, residual_guard=False)
+        report.convs_replaced = 1
+        converted.tileconv_report = report
+        return converted
     if fuse:
         try:
             gm = _trace(source)
