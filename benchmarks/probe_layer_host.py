@@ -176,10 +176,15 @@ def main() -> int:
     parser.add_argument("--layers", default=",".join(LAYERS))
     parser.add_argument("--parts", action="store_true", help="also time each piece of a call alone")
     parser.add_argument("--trace", action="store_true", help="torch.profiler: GPU time and aten ops of each run")
+    parser.add_argument("--caller-thread", action="store_true",
+                        help="run backward on the calling thread (torch.autograd.set_multithreading_enabled(False))")
     args = parser.parse_args()
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
+    if args.caller_thread:
+        torch.autograd.set_multithreading_enabled(False)
+        print("backward on the calling thread", flush=True)
     for name in args.layers.split(","):
         spec = LAYERS[name]
         models = {kind: make(kind, spec, device) for kind in ("pytorch", "tileconv")}
