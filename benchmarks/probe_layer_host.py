@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
-import io
 import os
-import pstats
 import statistics
 import sys
 import time
@@ -25,6 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import torch  # noqa: E402
+from probe_train_host import print_profile  # noqa: E402  (benchmarks/, the script's folder)
 from torch import nn  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
@@ -237,10 +236,7 @@ def main() -> int:
             step(layer, x, g)
         torch.cuda.synchronize()
         profile.disable()
-        for order in ("tottime", "cumulative"):
-            text = io.StringIO()
-            pstats.Stats(profile, stream=text).sort_stats(order).print_stats(30)
-            print(f"--- tileconv {name}, {args.profile} iterations, by {order}\n{text.getvalue()}", flush=True)
+        print_profile(profile, f"tileconv {name}, {args.profile} iterations", 30)
     return 0
 
 

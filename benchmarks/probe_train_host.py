@@ -68,11 +68,16 @@ def main() -> int:
     tb.train(model, batches, args.profile, 0.01, torch.bfloat16, timed=False)
     torch.cuda.synchronize()
     profiler.disable()
+    print_profile(profiler, f"tileconv, {args.profile} steps", 45)
+    return 0
+
+
+def print_profile(profiler: cProfile.Profile, label: str, lines: int) -> None:
+    """The top ``lines`` functions of ``profiler``, by own time and by cumulative time."""
     for order in ("tottime", "cumulative"):
         text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(45)
-        print(f"--- tileconv, {args.profile} steps, by {order}\n{text.getvalue()}", flush=True)
-    return 0
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(lines)
+        print(f"--- {label}, by {order}\n{text.getvalue()}", flush=True)
 
 
 if __name__ == "__main__":

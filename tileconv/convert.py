@@ -464,8 +464,8 @@ def convert(
       fused into :class:`ResidualConv2d`, which checks the shape at run time.
 
     Returns a ``torch.fx.GraphModule`` when ``model`` could be traced, else ``model`` (or its
-    copy) with its convolutions replaced (a bare ``nn.Conv2d`` gives a :class:`tileconv.nn.Conv2d`); either way with ``.tileconv_report``, a
-    :class:`ConversionReport` (``tileconv.convert.summary(report)`` renders it). Warns when
+    copy) with its convolutions replaced (a bare ``nn.Conv2d`` gives a :class:`tileconv.nn.Conv2d`);
+    either way with ``.tileconv_report``, a :class:`ConversionReport` (``tileconv.convert.summary(report)`` renders it). Warns when
     the model could not be traced, listing what was not fused. Eval-mode BatchNorm only is
     folded: convert after ``model.eval()`` for inference.
     """

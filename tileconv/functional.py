@@ -152,19 +152,13 @@ def _run_backward(problem, algorithm, algo, grad, x, weight, need_input, need_we
     if need_input:
         grad_input = _dgrad(problem, algorithm, algo, grad, weight, x, dgrad_config)
     if need_weight:
-        grad_weight = _allocate_like(problem.weight_shape, _weight_layout(weight), weight)
+        grad_weight = _allocate_like(problem.weight_shape, layout_of(weight), weight)
         if problem.n == 0:
             grad_weight.zero_()
         else:
             config = wgrad_config or dispatch.backward_config(problem, algorithm, "wgrad")
             algorithm.wgrad(problem, grad, x, grad_weight, config)
     return grad_input, grad_weight
-
-
-def _weight_layout(weight: torch.Tensor) -> str:
-    """'nhwc' for a channels_last weight (a model converted with ``.to(memory_format=
-    torch.channels_last)``), else 'nchw': the layout of its gradient."""
-    return "nhwc" if weight.is_contiguous(memory_format=torch.channels_last) and not weight.is_contiguous() else "nchw"
 
 
 def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
@@ -352,7 +346,7 @@ def _(grad, x, weight, bias, residual, out, *args):
     grad_z = grad if problem.epilogue.activation.name == "none" else torch.empty_like(grad)
     return (
         _allocate_like(problem.input_shape, problem.layout, x) if needs[0] else empty,
-        _allocate_like(problem.weight_shape, _weight_layout(weight), weight) if needs[1] else empty,
+        _allocate_like(problem.weight_shape, layout_of(weight), weight) if needs[1] else empty,
         grad.new_empty((problem.k,)) if needs[2] else empty,
         torch.empty_like(grad_z) if needs[3] and grad_z is not grad else empty,
     )

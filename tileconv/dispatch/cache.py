@@ -45,7 +45,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -286,19 +286,23 @@ def parse_entry(entry: Entry) -> TunedChoice | None:
 _SIBLING_DTYPE = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
 
 
-def _sibling(problem: ConvProblem) -> ConvProblem | None:
-    other = _SIBLING_DTYPE.get(problem.dtype)
-    return None if other is None else replace(problem, dtype=other)
+def _find(problem: ConvProblem, key_of: Callable[[ConvProblem], str], sibling: bool) -> Entry | None:
+    """The cache file's entry under ``key_of(problem)``; with ``sibling``, where there is none,
+    the entry of the same problem in the other 16-bit type."""
+    entries = _entries(cache_file())
+    entry = entries.get(key_of(problem))
+    other = _SIBLING_DTYPE.get(problem.dtype) if sibling else None
+    if entry is None and other is not None:
+        entry = entries.get(key_of(replace(problem, dtype=other)))
+    return entry
 
 
 def lookup(problem: ConvProblem, device: torch.device | str | int | None = None, *,
            sibling: bool = True) -> TunedChoice | None:
     """The cached winner for ``problem`` on ``device`` with this Triton, if tuned (with
     ``sibling``, else the winner of the same problem in the other 16-bit type)."""
-    entries, name = _entries(cache_file()), device_name(device)
-    entry = entries.get(entry_key(problem, name))
-    if entry is None and sibling and (other := _sibling(problem)) is not None:
-        entry = entries.get(entry_key(other, name))
+    name = device_name(device)
+    entry = _find(problem, lambda p: entry_key(p, name), sibling)
     return parse_entry(entry) if entry is not None else None
 
 
@@ -309,10 +313,8 @@ def lookup_backward(problem: ConvProblem, gradient: str,
     (None too for an entry this version cannot read, or, where ``algorithms`` is given, one
     tuned for a backward algorithm not among them: its config would mean another kernel's
     tile). With ``sibling``, the other 16-bit type's entry where the problem has none."""
-    entries, name = _entries(cache_file()), device_name(device)
-    entry = entries.get(backward_key(problem, name, gradient))
-    if entry is None and sibling and (other := _sibling(problem)) is not None:
-        entry = entries.get(backward_key(other, name, gradient))
+    name = device_name(device)
+    entry = _find(problem, lambda p: backward_key(p, name, gradient), sibling)
     if entry is None or entry.get("gradient") != gradient:
         return None
     if algorithms is not None and entry.get("algorithm") not in algorithms:

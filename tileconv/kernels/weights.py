@@ -16,6 +16,7 @@ in-place update (an optimizer step), ``data_ptr`` on ``.data`` reassignment.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 
@@ -125,16 +126,10 @@ def dgrad_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
     return _cached(weight, f"dgrad/{groups}", build)
 
 
-_REVERSED: dict[tuple[int, torch.device], torch.Tensor] = {}
-
-
+@functools.cache
 def _reversed_taps(taps: int, device: torch.device) -> torch.Tensor:
     """``arange(taps - 1, -1, -1)`` on ``device``, made once."""
-    key = (taps, device)
-    index = _REVERSED.get(key)
-    if index is None:
-        index = _REVERSED[key] = torch.arange(taps - 1, -1, -1, device=device)
-    return index
+    return torch.arange(taps - 1, -1, -1, device=device)
 
 
 def unrolled_columns_weight(weight: torch.Tensor, channels: int) -> torch.Tensor:

@@ -361,6 +361,20 @@ def _chunk(reduction: int, split: int, block: int) -> tuple[int, int]:
     return chunk, cdiv(reduction, chunk)
 
 
+def split_output(problem: ConvProblem, grad_weight: torch.Tensor, split: int
+                 ) -> tuple[torch.Tensor, tuple[int, int, int], bool]:
+    """Where a wgrad kernel writes its tiles: (tensor, its (split, k, column) strides, whether
+    :func:`sum_splits` must follow). One split over a gradient whose columns are evenly
+    spaced (:func:`direct_column_stride`) is the gradient itself, in its dtype; anything
+    else a fp32 [split, K, columns] workspace."""
+    column_stride = direct_column_stride(problem, grad_weight) if split == 1 else None
+    if column_stride is not None:
+        return grad_weight, (0, grad_weight.stride(0), column_stride), False
+    columns = problem.c_per_group * problem.r * problem.s
+    out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
+    return out, out.stride(), True
+
+
 def direct_column_stride(problem: ConvProblem, grad_weight: torch.Tensor) -> int | None:
     """The stride between consecutive GEMM columns t = (r, s, c) in ``grad_weight`` when it
     is one stride for all of them (a 1x1 filter; a channels_last weight, where t is the
@@ -408,13 +422,7 @@ def launch_wgrad_implicit_gemm(
     tiles = cdiv(problem.k_per_group, config.block_m) * cdiv(columns, config.block_n) * problem.groups
     split = choose_split_k(reduction, config.block_k, tiles, config.split_k, partial_sum_cap(problem))
     chunk, split = _chunk(reduction, split, config.block_k)
-    column_stride = direct_column_stride(problem, grad_weight) if split == 1 else None
-    if column_stride is not None:  # one split: the kernel writes the gradient itself
-        out = grad_weight
-        out_strides = (0, grad_weight.stride(0), column_stride)
-    else:
-        out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
-        out_strides = out.stride()
+    out, out_strides, summed = split_output(problem, grad_weight, split)
     launch(conv2d_wgrad_kernel, (tiles * split,),
         grad, x, out,
         problem.n, problem.h, problem.w, problem.out_h, problem.out_w,
@@ -430,7 +438,7 @@ def launch_wgrad_implicit_gemm(
         FLAT=_flat_pixels(problem, grad, x),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
-    if column_stride is None:
+    if summed:
         sum_splits(problem, out, grad_weight, split)
     return split
 

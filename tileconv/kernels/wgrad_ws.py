@@ -20,7 +20,8 @@ the reduction over the N*P*Q output pixels, split-K partial sums summed by
 One tile (BLOCK_M output channels x BLOCK_N columns of one tap) and one split of the pixels
 a program; the partial sums go to a [split, K, C*R*S] fp32 workspace in the tile's own
 column order, or with one split straight into a gradient whose columns lie evenly spaced
-(a channels_last weight's: :func:`~tileconv.kernels.wgrad.direct_column_stride`). Gluon kernels compile only for a GPU: under the interpreter the launcher's
+(a channels_last weight's: :func:`~tileconv.kernels.wgrad.split_output`). Gluon kernels
+compile only for a GPU: under the interpreter the launcher's
 :func:`wgrad_ws_unsupported_reason` says so, the tests run it on a GPU and CI compiles it
 for sm_90 (``benchmarks/sass.py``).
 """
@@ -45,7 +46,6 @@ from ..problem import ConvProblem
 from .common import advance_pixels, output_pixels, pixel_steps
 from .config import BackwardConfig, needs_int64
 from .fast_launch import launch
-from .fast_launch import workspace as scratch
 from .launch import (
     _GLUON_DTYPES,
     WS_LOADER_REGS,
@@ -55,7 +55,7 @@ from .launch import (
     describable,
     ws_block_k,
 )
-from .wgrad import _chunk, direct_column_stride, launch_wgrad_implicit_gemm, sum_splits
+from .wgrad import _chunk, launch_wgrad_implicit_gemm, split_output, sum_splits
 
 
 @gluon.jit
@@ -262,12 +262,7 @@ def launch_wgrad_ws(
     dtype = _GLUON_DTYPES[problem.dtype]
     dy_block = [config.block_k, config.block_m]
     dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
-    column_stride = direct_column_stride(problem, grad_weight) if split == 1 else None
-    if column_stride is not None:  # one split: the tiles are the gradient, written in its dtype
-        out, out_strides = grad_weight, (0, grad_weight.stride(0), column_stride)
-    else:
-        out = scratch((split, problem.k, columns), torch.float32, grad_weight.device)
-        out_strides = out.stride()
+    out, out_strides, summed = split_output(problem, grad_weight, split)
     launch(conv2d_wgrad_ws_kernel, (tiles * split,),
            dy_desc, x, out, problem.gemm_m, problem.h, problem.w, problem.out_h, problem.out_w, problem.c, problem.k,
            problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
@@ -276,6 +271,6 @@ def launch_wgrad_ws(
            BLOCK_M=config.block_m, BLOCK_N=block_n, BLOCK_K=config.block_k, STAGES=config.num_stages,
            LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, NUM_WARPS=config.num_warps,
            INT64=needs_int64(problem), num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
-    if column_stride is None:
+    if summed:
         sum_splits(problem, out, grad_weight, split)
     return split
