@@ -5,6 +5,7 @@ reference, and count the SASS instructions of one implicit-GEMM compile (HGMMA p
     python3 benchmarks/probe.py gemm     # dense: seed000, resnet50, vae
     python3 benchmarks/probe.py direct   # depthwise, grouped, seed003, the stem
     python3 benchmarks/probe.py toeplitz # dense_toeplitz: seed003 (three dtypes), the stem, the VAE's C = 4
+    python3 benchmarks/probe.py rows6    # direct_rows (CUDA cores, all K a thread) against dense_toeplitz on seed003
     python3 benchmarks/probe.py plane    # depthwise_plane: the depthwise suite's 7x7-plane rows, both layouts
     python3 benchmarks/probe.py unroll   # the CUDA-core depthwise/direct kernels: tap unrolling x register caps
     python3 benchmarks/probe.py rows     # depthwise_rows (rows loaded ahead, row stride 1 and 2) on the 3x3 rows
@@ -117,6 +118,22 @@ elif mode == "toeplitz":
             label = f"{c.name} {str(dt)[6:]}{'+tf32' if tf32 else ''} {layout}"
             bench_problem(label + " " + algo.name, p, [hc], algo.name)
             bench_problem(label + " dense_toeplitz", p, dense_toeplitz_candidates(p), "dense_toeplitz")
+    torch.backends.cudnn.allow_tf32 = False
+elif mode == "rows6":
+    # direct_rows (every output channel of a few columns a thread, FMA units) against dense_toeplitz
+    # (banded tensor-core GEMMs) and cuDNN on seed003: fp16 NHWC, strict fp32 and TF32 NCHW, fp16 NCHW,
+    # strict fp32 NHWC; plain and with the bias_relu epilogue.
+    from tileconv.dispatch.candidates import direct_rows_candidates
+    seed003 = next(c for c in get_suite("seed") if c.name == "seed003")
+    for dt, layout, tf32 in ((torch.float32, "nchw", False), (torch.float16, "nhwc", False), (torch.float32, "nchw", True),
+                             (torch.float16, "nchw", False), (torch.float32, "nhwc", False)):
+        for epilogue in ("none", "bias_relu"):
+            torch.backends.cudnn.allow_tf32 = tf32
+            p = seed003.problem(dt, layout, epilogue, allow_tf32=tf32)
+            algo, hc = select(p)
+            label = f"seed003 {str(dt)[6:]}{'+tf32' if tf32 else ''} {layout} {epilogue}"
+            bench_problem(label + " " + algo.name, p, [hc], algo.name)
+            bench_problem(label + " direct_rows", p, direct_rows_candidates(p), "direct_rows")
     torch.backends.cudnn.allow_tf32 = False
 elif mode == "plane":
     # depthwise_plane (whole 7x7 planes, one GEMM a channel): its candidates against the

@@ -41,7 +41,7 @@ from tileconv.testing import random_inputs  # noqa: E402
 TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
-KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_depthwise_kernel",
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
            "conv2d_depthwise_halo_kernel")
@@ -272,6 +272,7 @@ CASES = [
     ("gemm_1x1_ws", "r50 c64 hw56 k64 1x1/1"),  # Gluon: a one-warp TMA loader, the ws MMA partition
     ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),
     ("dense_toeplitz", "seed003"),
+    ("direct_rows", "seed003"),
     ("depthwise_plane", "replknet dw13x13 c1024 hw7"),  # several channels a program: batched mma.sync
 ]
 # The int64-index variants only run on tensors of 2**31 elements (GPU tests); compiling
@@ -289,6 +290,7 @@ INT64_CASES = [
     ("depthwise_halo", "convnext dw7x7 c96 hw56"),
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("dense_toeplitz", "seed003"),
+    ("direct_rows", "seed003"),
     ("depthwise_plane", "replknet dw13x13 c1024 hw7"),
 ]
 # The backward kernels, dense and depthwise, compiled in both index widths.

@@ -620,6 +620,23 @@ CONFIG_CASES = [
     # past the row's end (masked to zeros, not the next row's values); a residual.
     Case(2, 6, 9, 20, 6, 6, 6, dtype="fp16", layout="nhwc", residual=True, activation="relu",
          algo="dense_toeplitz", config=LaunchConfig(16, 6, 8, 8, 4, 3)),
+    # direct_rows (every output channel of a few columns in one thread, on the CUDA cores): the
+    # seed's C = K = 6 with a 6x6 filter in strict fp32 NCHW, no padding (the last tile's
+    # columns past Q read column Q-1's inputs, unmasked), 16-column tiles over Q = 12 and 2
+    # rows a program over P = 5 (tails in both), two images; the whole epilogue.
+    Case(2, 6, 10, 17, 6, 6, 6, dtype="fp32", layout="nchw", bias=True, residual=True, activation="relu",
+         algo="direct_rows", config=LaunchConfig(16, 8, 2, 1, 1, 1)),
+    # ... fp16 channels_last, uneven 'same' padding with dilated columns (masked taps), K = 3
+    # in a 4-channel tile, 32 columns over 10.
+    Case(1, 5, 9, 10, 3, 3, 4, padding="same", dilation=(1, 2), dtype="fp16", layout="nhwc",
+         activation="silu", algo="direct_rows", config=LaunchConfig(32, 4, 1, 1, 1, 1)),
+    # ... bf16 NCHW, K = 16 (the widest tile), row stride 2, padding on rows only, 3 rows a
+    # program over P = 4; ... fp32 with a single output channel, a 1x1 filter (one tap), column
+    # stride 2.
+    Case(2, 4, 8, 7, 16, 3, 2, stride=(2, 1), padding=(1, 0), dtype="bf16", layout="nchw", residual=True,
+         activation="gelu", algo="direct_rows", config=LaunchConfig(16, 16, 3, 1, 1, 1)),
+    Case(1, 9, 5, 6, 1, 1, 1, stride=(1, 2), dtype="fp32", layout="nhwc", bias=True, algo="direct_rows",
+         config=LaunchConfig(16, 4, 2, 1, 2, 1)),
     # depthwise_plane (one GEMM a channel over whole planes): a 13x13 filter padded by 6 over a
     # 7x5 plane (most taps in the padding), multiplier 2, 4-channel batches over K = 12, 16-image
     # tiles over N = 3 (a tail); the whole epilogue.
@@ -896,17 +913,19 @@ def test_staged_nhwc_int64_variant_computes(layout_kind: str, device: str, seed:
 
 
 @pytest.mark.parametrize("layout_kind", ["nhwc", "nchw"])
-@pytest.mark.parametrize("algo", ["dense_toeplitz", "depthwise_plane"])
+@pytest.mark.parametrize("algo", ["dense_toeplitz", "depthwise_plane", "direct_rows"])
 def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str, seed: int, monkeypatch):
-    """The int64 problems above are 1x1 convolutions over huge planes, which neither banded
-    kernel takes (dense_toeplitz bands filter columns, depthwise_plane maps planes of at most
-    64 pixels): their INT64 variants (dense_toeplitz's copy in NCHW, its in-place reads of
-    unpadded channels_last rows in NHWC) run here on small problems, forced on."""
+    """The int64 problems above are 1x1 convolutions over huge planes with many channels,
+    which neither banded kernel takes (dense_toeplitz bands filter columns, depthwise_plane
+    maps planes of at most 64 pixels) nor direct_rows (at most 16 output channels): their
+    INT64 variants (dense_toeplitz's copy in NCHW, its in-place reads of unpadded
+    channels_last rows in NHWC; direct_rows's masked taps in NCHW, unmasked in NHWC) run here
+    on small problems, forced on."""
     from tileconv.kernels import launch
 
     monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
     groups = 6 if algo == "depthwise_plane" else 1
-    padding = 0 if (algo, layout_kind) == ("dense_toeplitz", "nhwc") else 1
+    padding = 0 if algo != "depthwise_plane" and layout_kind == "nhwc" else 1
     case = Case(2, 6, 7, 8, 6, 3, 3, padding=padding, groups=groups, dtype="fp16", layout=layout_kind, bias=True,
                 residual=True, activation="relu", algo=algo)
     check_case(case, device, seed)

@@ -314,7 +314,9 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 assert 16 <= config.block_k <= max(16, triton.next_power_of_2(problem.c)), where
                 assert tma_rows_shared_memory(problem, config) <= limits.shared_memory_bytes - TMA_ROWS_BARRIER_BYTES, where
                 assert problem.out_w >= TMA_ROWS_MIN_RACE_WIDTH, where
-            elif name == "implicit_gemm_ws":  # (GPU only) wgmma heights, the epilogue's 64-wide rows, the ring fits
+            elif name in ("implicit_gemm_ws", "gemm_1x1_ws"):  # (GPU only) wgmma heights, the epilogue's
+                # 64-wide rows, the ring fits (gemm_1x1_ws races implicit_gemm_ws's configs, some in ping-pong)
+                assert name == "implicit_gemm_ws" or config.num_warps == 4 or not config.pingpong, where
                 assert config.block_m in (64, 128) and config.num_warps in (4, 8), where
                 assert 64 <= config.block_n <= max(64, triton.next_power_of_2(problem.k)), where
                 assert implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget, where
@@ -384,11 +386,11 @@ def test_which_algorithms_race():
             depthwise.describe()
     stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row), banded
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels
-    # Few input channels on both sides (the seed's C = K = 6): the CUDA-core kernel, the fused
+    # Few input channels on both sides (the seed's C = K = 6): the CUDA-core kernels, the fused
     # (s, c) GEMM, the unrolled copy and the banded GEMM all race.
     seed003 = next(case for case in get_suite("seed") if case.name == "seed003").problem()
     for problem, expected in ((stem, {"im2row", "implicit_gemm", "direct", "dense_toeplitz"}),
-                              (seed003, {"direct", "implicit_gemm", "im2row", "dense_toeplitz"}),
+                              (seed003, {"direct", "direct_rows", "implicit_gemm", "im2row", "dense_toeplitz"}),
                               (resnext, {"grouped_gemm", "implicit_gemm", "direct"})):
         assert algorithms_to_try(problem)[0] == choose_algorithm(problem)
         assert set(algorithms_to_try(problem)) == expected, problem.describe()
@@ -398,9 +400,10 @@ def test_which_algorithms_race():
 def test_heuristics_for_large_filters_and_few_channels():
     """Measured rules (H200, 2026-11-23): the banded tensor-core kernel for 27x27 and 31x31
     depthwise filters, not for a 13x13 on a 7-wide output nor 7x7; the whole-plane GEMM for
-    the 7x7 and 13x13 filters over 7x7 planes, not for a 3x3 one; the banded row GEMM for a
-    dense convolution with fewer than 16 channels on both sides (seed003), with 4 output
-    columns a program in strict fp32 and 8 in fp16."""
+    the 7x7 and 13x13 filters over 7x7 planes, not for a 3x3 one; for a dense convolution
+    with fewer than 16 channels on both sides (seed003) the banded row GEMM in 16 bits (8
+    output columns a program) and the CUDA-core rows kernel in float32 (session 24): pairs
+    of rows over NCHW input, one row over channels_last (where a pair spilled)."""
     chosen = {case.name: (choose_algorithm(case.problem()), case.problem()) for case in get_suite("depthwise")}
     for name, (algorithm, problem) in chosen.items():
         large = "dw31x31" in name or "dw27x27" in name
@@ -411,13 +414,25 @@ def test_heuristics_for_large_filters_and_few_channels():
     config = default_config(get_suite("depthwise")[-4].problem(), "depthwise_toeplitz")
     assert (config.block_n, config.block_k) == ((4, 16) if INTERPRET else (1, 32))  # 2D GEMMs, 32 columns
     seed003 = next(c for c in get_suite("seed") if c.name == "seed003")
-    for dtype, layout, columns in ((torch.float16, "nhwc", 8), (torch.float32, "nchw", 4)):
-        assert choose_algorithm(seed003.problem(dtype, layout)) == "dense_toeplitz"
-        if not INTERPRET:
-            assert default_config(seed003.problem(dtype, layout), "dense_toeplitz").block_k == columns
-    # Where the bands cannot run (a 1-wide filter has no band), the CUDA-core kernel.
+    assert choose_algorithm(seed003.problem(torch.float16, "nhwc")) == "dense_toeplitz"
+    if not INTERPRET:
+        assert default_config(seed003.problem(torch.float16, "nhwc"), "dense_toeplitz").block_k == 8
+    for layout, rows in (("nchw", 2), ("nhwc", 1)):
+        for tf32 in (False, True):
+            problem = seed003.problem(torch.float32, layout, allow_tf32=tf32)
+            assert choose_algorithm(problem) == "direct_rows", (layout, tf32)
+            config = default_config(problem, "direct_rows")
+            assert config.block_k == rows and config.block_n == 8, (layout, config)  # all of K = 6: 8 channels
+            if not INTERPRET:
+                assert config.block_m == 512 and config.num_warps == 4, (layout, config)  # 4 columns a thread
+    # Strided rows are not paired.
+    assert default_config(replace(seed003.problem(torch.float32, "nchw"), stride=(2, 1)), "direct_rows").block_k == 1
+    # Where the bands cannot run (a 1-wide filter has no band), the CUDA-core kernel in 16 bits;
+    # in float32 the rows kernel, whose filter is any size up to 64 taps.
     pointwise = replace(seed003.problem(), r=1, s=1)
     assert choose_algorithm(pointwise) == "direct"
+    assert choose_algorithm(replace(pointwise, dtype=torch.float32)) == "direct_rows"
+    assert choose_algorithm(replace(pointwise, dtype=torch.float32, r=13, s=5)) == "dense_toeplitz"  # 65 taps
 
 
 def test_strict_fp32_gets_small_tiles_and_16bit_gets_deep_steps():

@@ -42,6 +42,8 @@ from ..kernels.launch import (
     MAX_HALO_SHARED_BYTES,
     MAX_TOEPLITZ_REACH,
     dense_toeplitz_tiling,
+    direct_rows_block_k,
+    direct_rows_pairs_rows,
     group_pack_factor,
     halo_tiling,
     plane_sizes,
@@ -49,10 +51,12 @@ from ..kernels.launch import (
 )
 from ..problem import ConvProblem
 from .heuristics import (
+    DIRECT_ROWS_ACCUMULATORS,
     MAX_BANDED_ACCUMULATORS,
     MIN_TENSOR_CORE_DIM,
     choose_algorithm,
     default_config,
+    direct_rows_config,
     reduction_steps,
     slice_length,
 )
@@ -455,6 +459,23 @@ def direct_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) 
     return list(dict.fromkeys(fitted))
 
 
+def direct_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """direct_rows tiles: 2 to 8 columns a thread, 2 to 8 warps, one or two rows a program (two
+    computed together where :func:`direct_rows_pairs_rows`), at most 64 accumulators a thread
+    (the columns' and rows' channels); the default first. A pair of 8-channel rows at 8
+    columns a thread spilled 8 KB a thread in an sm_90 compile."""
+    block_k = direct_rows_block_k(problem)
+    configs = [default_config(problem, "direct_rows")]
+    for per_thread in (2, 4, 8):
+        for num_warps in (4, 2, 8):
+            for rows in (1, 2):
+                config = direct_rows_config(problem, per_thread, num_warps, rows)
+                paired = 2 if direct_rows_pairs_rows(problem, config) else 1  # two rows' accumulators
+                if paired * (config.block_m // (32 * config.num_warps)) * block_k <= 2 * DIRECT_ROWS_ACCUMULATORS:
+                    configs.append(config)
+    return list(dict.fromkeys(configs))
+
+
 def depthwise_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """Fitted, de-duplicated depthwise configs: ``block_m`` pixels in rows of ``block_k``
     (the tile width), ``block_n`` channels; one stage (no pipelined loop)."""
@@ -655,6 +676,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "depthwise_toeplitz": depthwise_toeplitz_candidates,
     "dense_toeplitz": dense_toeplitz_candidates,
     "depthwise_plane": depthwise_plane_candidates,
+    "direct_rows": direct_rows_candidates,
     "direct": direct_candidates,
 }
 
@@ -670,7 +692,7 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     ``direct`` (the general CUDA-core kernel) unless the problem is thin, and
     ``staged_nhwc`` for fewer than 16 channels a group, ``depthwise_toeplitz`` for
     filters narrower than 5 columns, ``tma_rows`` for output rows under 48 pixels, and
-    ``dense_toeplitz`` for 16 input channels or more. On depthwise problems ``direct`` and ``depthwise`` both
+    ``dense_toeplitz`` and ``direct_rows`` for 16 input channels or more. On depthwise problems ``direct`` and ``depthwise`` both
     race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
@@ -688,8 +710,9 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue  # a narrow filter fills too little of the band: S/JK useful
         if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH:
             continue  # most of each 64-pixel row segment would be past the row's end
-        if name == "dense_toeplitz" and problem.c >= MIN_TENSOR_CORE_DIM:
-            continue  # its bands pay for few input channels; with more, a tap's slice fills a tensor-core step
+        if name in ("dense_toeplitz", "direct_rows") and problem.c >= MIN_TENSOR_CORE_DIM:
+            continue  # bands pay for few input channels; with more, a tap's slice fills a tensor-core step,
+            # and direct_rows's multiply-adds (C*R*S an output on the CUDA cores) outgrow a GEMM's
         names.append(name)
     return names
 

@@ -24,6 +24,8 @@ from ..kernels.launch import (
     depthwise_halo_unsupported_reason,
     depthwise_plane_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
+    direct_rows_block_k,
+    direct_rows_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
@@ -62,7 +64,7 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
     merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
-    'dense_toeplitz' ('direct' where it cannot run). Dense with few input channels and
+    'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
     'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters: 'gemm_1x1_ws';
     narrow outputs: 'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
@@ -110,6 +112,12 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # cuDNN 133 / 248). The banded GEMM over row segments (session 10, H200, benchmarks/
         # probe.py toeplitz): 29.0 us fp16 NHWC, 31.4 fp16 NCHW, 77.0 strict fp32 NCHW against
         # the direct kernel's 132.9 / 138.1 / 138.3. The direct kernel where it cannot run.
+        # In float32 the banded GEMM pays three TF32 products a step (strict) or 4-byte operands
+        # (TF32): direct_rows, on the FMA units, took 43.5 us on seed003 in strict fp32 NCHW and
+        # 53.8 in NHWC against dense_toeplitz's 77.2 / 64.7 (TF32 NCHW: 58.9), and lost in fp16
+        # (49.9 against 24.1 us) (session 24, H200, benchmarks/probe.py rows6).
+        if problem.itemsize == 4 and direct_rows_unsupported_reason(problem) is None:
+            return "direct_rows"
         if dense_toeplitz_unsupported_reason(problem) is None:
             return "dense_toeplitz"
         return "direct"
@@ -303,6 +311,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _dense_toeplitz_config(problem)
     if algorithm == "depthwise_plane":
         return _depthwise_plane_config(problem)
+    if algorithm == "direct_rows":
+        return direct_rows_config(problem)
     if algorithm == "depthwise_halo":
         return _depthwise_halo_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
@@ -404,6 +414,36 @@ def _depthwise_toeplitz_config(problem: ConvProblem) -> LaunchConfig:
         return LaunchConfig(block_m=16, block_n=_pow2_between(problem.k, 2, 4), block_k=16, num_warps=1, num_stages=1)
     block_q = 32 if problem.out_w > 16 and toeplitz_reach(problem, 32) <= 64 else 16
     return LaunchConfig(block_m=64, block_n=1, block_k=block_q, num_warps=4, num_stages=3)
+
+
+DIRECT_ROWS_ACCUMULATORS = 32  # direct_rows's default fp32 accumulators a thread (channels x columns)
+
+
+def direct_rows_config(problem: ConvProblem, columns_per_thread: int | None = None, num_warps: int = 4,
+                       rows: int | None = None) -> LaunchConfig:
+    """direct_rows's tile: ``block_m`` output columns (``columns_per_thread`` a thread, by
+    default as many as keep all of K's channels within DIRECT_ROWS_ACCUMULATORS, e.g. 4 for
+    the seed's 8-channel tile) on ``num_warps`` warps, ``block_k`` = ``rows`` output rows a
+    program; ``block_n`` records the channel tile (all of K, not a choice). Narrow outputs
+    take fewer warps, then fewer columns a thread. By default two rows, computed as a pair,
+    over NCHW input where the rows allow pairs (unit stride and dilation), else one. seed003
+    in strict fp32 (H200, session 24): NCHW (with the launcher's float32 register cap) a pair
+    of 4-column rows on 4 warps 43.5 us, one row of 4 columns 50.0, of 8 columns on 2 warps
+    46.7, two rows one after the other 83.9 (cuDNN 248); channels_last (no cap) one row of 4
+    columns 56.6, the pair 67.4."""
+    block_k = direct_rows_block_k(problem)
+    if rows is None:
+        rows = 2 if problem.layout == "nchw" and problem.stride[0] == 1 and problem.dilation[0] == 1 else 1
+    per_thread = columns_per_thread or max(1, DIRECT_ROWS_ACCUMULATORS // block_k)
+    narrow = pow2_at_least(problem.out_w, 16 if INTERPRET else 32)
+    if INTERPRET:  # the interpreter pays per program: one warp, the row's width
+        per_thread, num_warps = 1, 1
+    block_m = 32 * num_warps * per_thread
+    while block_m > narrow and num_warps > 1:
+        num_warps //= 2
+        block_m //= 2
+    block_m = min(block_m, narrow)
+    return LaunchConfig(block_m=block_m, block_n=block_k, block_k=rows, group_m=1, num_warps=num_warps, num_stages=1)
 
 
 def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:

@@ -33,6 +33,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``dense_toeplitz`` (:mod:`.dense_toeplitz`): dense convolutions with few input channels
   on the tensor cores, each filter row a banded (Toeplitz) GEMM over a row segment of a
   zero-bordered channels_last copy of the input.
+- ``direct_rows`` (:mod:`.direct_rows`): CUDA-core direct convolution of dense problems with
+  few output channels (the seed's C = K = 6), each thread every output channel of a few
+  columns of an output row.
 - ``direct`` (:mod:`.direct`): CUDA-core direct convolution for depthwise, grouped and
   few-channel problems.
 - ``ladder0_direct`` .. ``ladder3_tensor_core`` (:mod:`.ladder`): the seed's step-by-step
@@ -68,6 +71,7 @@ from .launch import (
     depthwise_rows_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     depthwise_unsupported_reason,
+    direct_rows_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
@@ -81,6 +85,7 @@ from .launch import (
     launch_depthwise_rows,
     launch_depthwise_toeplitz,
     launch_direct,
+    launch_direct_rows,
     launch_gemm_1x1,
     launch_gemm_1x1_nchw,
     launch_gemm_1x1_ws,
@@ -213,6 +218,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "tensor-core dense convolution for few input channels: each filter row a banded (Toeplitz) GEMM over input row segments",
         launch_dense_toeplitz,
         dense_toeplitz_unsupported_reason,
+    ),
+    "direct_rows": Algorithm(
+        "direct_rows",
+        "CUDA-core direct convolution for few output channels: a thread holds all of them for a few columns of a row",
+        launch_direct_rows,
+        direct_rows_unsupported_reason,
     ),
     "direct": Algorithm(
         "direct",

@@ -25,6 +25,7 @@ from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .direct import conv2d_direct_kernel
+from .direct_rows import conv2d_direct_rows_kernel
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel, conv1x1_tma_persistent_kernel
@@ -39,6 +40,7 @@ from .weights import (
     channel_minor_weight,
     channels_last_weight,
     dense_toeplitz_weight,
+    padded_channel_minor_weight,
     plane_weight,
     toeplitz_weight,
     unrolled_columns_weight,
@@ -567,6 +569,78 @@ def launch_direct(
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, DENSE=problem.groups == 1,
         **unrolled_taps(problem, config.block_m * config.block_n, config.num_warps),
         num_warps=config.num_warps, num_stages=config.num_stages,
+    )
+
+
+MAX_DIRECT_ROWS_CHANNELS = 16  # direct_rows holds every output channel of its columns in one thread
+MAX_DIRECT_ROWS_TAPS = 64  # its filter's taps are unrolled into the channel loop
+# Registers a thread for direct_rows in float32 over NCHW input (None: ptxas's choice). seed003
+# (C = K = 6, 6x6, 768x512), H200, session 24: ptxas gave a pair of 4-column rows 223 registers
+# (8 warps an SM); capped at 168 (12 warps; three values spilled before the channel loop, none
+# in it) it took 43.5 us against 63.4 in strict fp32 NCHW; one row of 8 columns 46.7 against
+# 72.2. Over channels_last input (a column stride of C, not 1: the taps' offsets are not the
+# loads' constants) the cap spilled inside the loop; in fp16 it lost (57.2 against 49.9 us).
+DIRECT_ROWS_FP32_MAX_REGS = 168
+
+
+def direct_rows_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_direct_rows` cannot run ``problem`` (None if it can)."""
+    if problem.groups != 1:
+        return "each output channel of its tile reads every input channel: it needs groups=1"
+    if problem.k > MAX_DIRECT_ROWS_CHANNELS:
+        return (f"a thread holds all K={problem.k} output channels of its columns; at most "
+                f"{MAX_DIRECT_ROWS_CHANNELS} fit: it is for few output channels")
+    if problem.r * problem.s > MAX_DIRECT_ROWS_TAPS:
+        return f"its {problem.r}x{problem.s} filter's taps are unrolled; at most {MAX_DIRECT_ROWS_TAPS} are"
+    if problem.n * problem.out_h * cdiv(problem.out_w, 32) >= INT32_LIMIT:
+        return "its grid of (image, row, column block) programs would pass 2**31"
+    return None
+
+
+def direct_rows_block_k(problem: ConvProblem) -> int:
+    """The channel axis of :func:`launch_direct_rows`'s tile: all of K, a power of two, one
+    16-byte vector at least."""
+    return pow2_at_least(problem.k, 16 // problem.itemsize)
+
+
+def direct_rows_pairs_rows(problem: ConvProblem, config: LaunchConfig) -> bool:
+    """Whether :func:`launch_direct_rows` computes its rows two at a time, sharing the input
+    rows they both read: an even number of rows a program, unit row stride and dilation."""
+    return config.block_k % 2 == 0 and problem.stride[0] == 1 and problem.dilation[0] == 1
+
+
+def launch_direct_rows(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_direct_rows_kernel`: programs of ``config.block_m`` output columns of
+    ``config.block_k`` consecutive output rows (two at a time where
+    :func:`direct_rows_pairs_rows`), every output channel (``config.block_n`` is not a choice:
+    :func:`direct_rows_block_k`)."""
+    reason = direct_rows_unsupported_reason(problem)
+    if reason is not None:
+        raise ValueError(f"direct_rows cannot run {problem.describe()}: {reason}")
+    if config.split_k > 1 or config.fuse_sc or config.persistent:
+        raise ValueError(f"config {config}: direct_rows has no split-K, fused (s, c) slices or persistent form")
+    block_k = direct_rows_block_k(problem)
+    weight = padded_channel_minor_weight(weight, block_k)
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    padded = any(problem.padding) or any(problem.padding_end)
+    grid = (problem.n * cdiv(problem.out_h, config.block_k) * cdiv(problem.out_w, config.block_m),)
+    return launch(conv2d_direct_rows_kernel, grid,
+        x, weight, *pointers, problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k, problem.c,
+        problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+        problem.dilation[0], problem.dilation[1], *kernel_strides(x), *epilogue_strides,
+        R=problem.r, S=problem.s, **epilogue,
+        BLOCK_Q=config.block_m, BLOCK_K=block_k, BLOCK_P=config.block_k, INT64=needs_int64(problem), PADDED=padded,
+        PAIR=direct_rows_pairs_rows(problem, config),
+        num_warps=config.num_warps, num_stages=1,
+        **({"maxnreg": DIRECT_ROWS_FP32_MAX_REGS} if problem.itemsize == 4 and problem.layout == "nchw" else {}),
     )
 
 

@@ -243,3 +243,17 @@ def plane_weight(weight: torch.Tensor, plane: tuple[int, int], out_plane: tuple[
 
     key = f"plane/{height}x{width}/{out_h}x{out_w}/{stride}/{padding}/{dilation}/{hw_pad}/{pq_pad}"
     return _cached(weight, key, build)
+
+
+def padded_channel_minor_weight(weight: torch.Tensor, block_k: int) -> torch.Tensor:
+    """``weight`` (K, C, R, S) as a contiguous (C, R, S, block_k) tensor, zeros past K: the
+    output channels of a tap one aligned vector, the taps of an input channel consecutive
+    (:mod:`tileconv.kernels.direct_rows` loads all of a tap's channels at once, each tap a
+    constant step from the channel's first)."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        out = w.new_zeros((*w.shape[1:], block_k))
+        out[..., : w.shape[0]] = w.permute(1, 2, 3, 0)
+        return out
+
+    return _cached(weight, f"padded_channel_minor/{block_k}", build)
