@@ -402,7 +402,8 @@ def _aten_ops(call) -> set[str]:
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
                                              ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
                                              ("tma_rows", 1, 32), ("dense_toeplitz", 1, 32), ("depthwise_rows", 32, 32),
-                                             ("depthwise_plane", 32, 32), ("depthwise_halo", 32, 32)])
+                                             ("depthwise_plane", 32, 32), ("depthwise_halo", 32, 32),
+                                             ("direct_rows", 1, 8)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
@@ -412,12 +413,13 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     from tileconv.kernels import LaunchConfig
 
     r = 1 if algo.startswith("gemm_1x1") else 5 if algo == "depthwise_plane" else 3
-    c = 3 if algo in ("im2row", "dense_toeplitz") else 32  # few channels: im2row unrolls 3 x 3 of them into 16
+    c = 3 if algo in ("im2row", "dense_toeplitz", "direct_rows") else 32  # few channels: im2row unrolls 3 x 3 into 16
     size = 7 if algo == "depthwise_plane" else 10  # depthwise_plane maps planes of at most 64 pixels
-    x = torch.randn(2, c, size, size, device="cuda", dtype=torch.float16)
+    dtype = torch.float32 if algo == "direct_rows" else torch.float16  # direct_rows is the float32 kernel
+    x = torch.randn(2, c, size, size, device="cuda", dtype=dtype)
     if algo not in ("staged_nhwc", "gemm_1x1_nchw"):  # NCHW-input algorithms
         x = x.contiguous(memory_format=torch.channels_last)
-    weight = torch.randn(k, c // groups, r, r, device="cuda", dtype=torch.float16)
+    weight = torch.randn(k, c // groups, r, r, device="cuda", dtype=dtype)
     problem = tileconv.problem_from_arguments(x, weight, None, 1, r // 2, 1, groups)
     name = "implicit_gemm" if algo == "split_k" else algo
     config = LaunchConfig(64, 32, 32, 8, 4, 3, split_k=2) if algo == "split_k" else None

@@ -626,14 +626,14 @@ CONFIG_CASES = [
     # rows a program over P = 5 (tails in both), two images; the whole epilogue.
     Case(2, 6, 10, 17, 6, 6, 6, dtype="fp32", layout="nchw", bias=True, residual=True, activation="relu",
          algo="direct_rows", config=LaunchConfig(16, 8, 2, 1, 1, 1)),
-    # ... fp16 channels_last, uneven 'same' padding with dilated columns (masked taps), K = 3
-    # in a 4-channel tile, 32 columns over 10.
-    Case(1, 5, 9, 10, 3, 3, 4, padding="same", dilation=(1, 2), dtype="fp16", layout="nhwc",
+    # ... TF32 (computed in IEEE fp32 all the same) channels_last, uneven 'same' padding with
+    # dilated columns (masked taps), K = 3 in a 4-channel tile, 32 columns over 10.
+    Case(1, 5, 9, 10, 3, 3, 4, padding="same", dilation=(1, 2), dtype="tf32", layout="nhwc",
          activation="silu", algo="direct_rows", config=LaunchConfig(32, 4, 1, 1, 1, 1)),
-    # ... bf16 NCHW, K = 16 (the widest tile), row stride 2, padding on rows only, 3 rows a
-    # program over P = 4; ... fp32 with a single output channel, a 1x1 filter (one tap), column
+    # ... K = 16 (the widest tile), row stride 2, padding on rows only, 3 rows a program (one
+    # after the other) over P = 4; ... a single output channel, a 1x1 filter (one tap), column
     # stride 2.
-    Case(2, 4, 8, 7, 16, 3, 2, stride=(2, 1), padding=(1, 0), dtype="bf16", layout="nchw", residual=True,
+    Case(2, 4, 8, 7, 16, 3, 2, stride=(2, 1), padding=(1, 0), dtype="fp32", layout="nchw", residual=True,
          activation="gelu", algo="direct_rows", config=LaunchConfig(16, 16, 3, 1, 1, 1)),
     Case(1, 9, 5, 6, 1, 1, 1, stride=(1, 2), dtype="fp32", layout="nhwc", bias=True, algo="direct_rows",
          config=LaunchConfig(16, 4, 2, 1, 2, 1)),
@@ -926,7 +926,8 @@ def test_banded_int64_variants_compute(algo: str, layout_kind: str, device: str,
     monkeypatch.setattr(launch, "needs_int64", lambda problem: True)
     groups = 6 if algo == "depthwise_plane" else 1
     padding = 0 if algo != "depthwise_plane" and layout_kind == "nhwc" else 1
-    case = Case(2, 6, 7, 8, 6, 3, 3, padding=padding, groups=groups, dtype="fp16", layout=layout_kind, bias=True,
+    dtype = "fp32" if algo == "direct_rows" else "fp16"  # direct_rows is the float32 kernel
+    case = Case(2, 6, 7, 8, 6, 3, 3, padding=padding, groups=groups, dtype=dtype, layout=layout_kind, bias=True,
                 residual=True, activation="relu", algo=algo)
     check_case(case, device, seed)
 

@@ -16,7 +16,8 @@ offset from the column's, and the padding masks depend on the filter column only
 out of the channel loop). A program steps through BLOCK_P output rows, so its filter taps'
 weights stay in L1 between rows.
 
-Any layout (the loads go through strides), stride, padding and dilation; groups = 1 only.
+Float32 (strict or TF32 problems alike: it computes in IEEE fp32), any layout (the loads go
+through strides), stride, padding and dilation; groups = 1, K <= 16.
 """
 
 import triton
@@ -94,9 +95,9 @@ def conv2d_direct_rows_kernel(
                         for s in tl.static_range(S):
                             xv = _row_tap(x_row, ih, iw0, mask_q, H, W, s, dil_w, stride_xw, PADDED)[None, :]
                             if j < R:
-                                acc0 += tl.load(w_chan + (j * S + s) * BLOCK_K).to(tl.float32)[:, None] * xv
+                                acc0 += tl.load(w_chan + (j * S + s) * BLOCK_K)[:, None] * xv
                             if j >= 1:
-                                acc1 += tl.load(w_chan + ((j - 1) * S + s) * BLOCK_K).to(tl.float32)[:, None] * xv
+                                acc1 += tl.load(w_chan + ((j - 1) * S + s) * BLOCK_K)[:, None] * xv
                     x_chan += stride_xc
                     w_chan += R * S * BLOCK_K
                 store_output_tile(
@@ -125,8 +126,7 @@ def conv2d_direct_rows_kernel(
                         x_row = x_chan + ih * stride_xh
                         for s in tl.static_range(S):
                             xv = _row_tap(x_row, ih, iw0, mask_q, H, W, s, dil_w, stride_xw, PADDED)
-                            wv = tl.load(w_chan + (r * S + s) * BLOCK_K)
-                            acc += wv.to(tl.float32)[:, None] * xv[None, :]
+                            acc += tl.load(w_chan + (r * S + s) * BLOCK_K)[:, None] * xv[None, :]
                     x_chan += stride_xc
                     w_chan += R * S * BLOCK_K
                 store_output_tile(
@@ -139,12 +139,10 @@ def conv2d_direct_rows_kernel(
 @triton.jit
 def _row_tap(x_row, ih, iw0, mask_q, H, W, s: tl.constexpr, dil_w, stride_xw, PADDED: tl.constexpr):
     """The columns' inputs at filter column ``s`` of input row ``ih`` (``x_row`` its columns'
-    addresses at tap 0), in fp32: zeros in the padding where there is padding, else no masks
-    (every tap of a column q < Q is inside the input)."""
+    addresses at tap 0): zeros in the padding where there is padding, else no masks (every
+    tap of a column q < Q is inside the input)."""
     if PADDED:
         iw = iw0 + s * dil_w
         ok = mask_q & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        xv = tl.load(x_row + s * dil_w * stride_xw, mask=ok, other=0.0)
-    else:
-        xv = tl.load(x_row + s * dil_w * stride_xw)
-    return xv.to(tl.float32)
+        return tl.load(x_row + s * dil_w * stride_xw, mask=ok, other=0.0)
+    return tl.load(x_row + s * dil_w * stride_xw)

@@ -579,12 +579,17 @@ MAX_DIRECT_ROWS_TAPS = 64  # its filter's taps are unrolled into the channel loo
 # (8 warps an SM); capped at 168 (12 warps; three values spilled before the channel loop, none
 # in it) it took 43.5 us against 63.4 in strict fp32 NCHW; one row of 8 columns 46.7 against
 # 72.2. Over channels_last input (a column stride of C, not 1: the taps' offsets are not the
-# loads' constants) the cap spilled inside the loop; in fp16 it lost (57.2 against 49.9 us).
+# loads' constants) the cap spilled inside the loop.
 DIRECT_ROWS_FP32_MAX_REGS = 168
 
 
 def direct_rows_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_direct_rows` cannot run ``problem`` (None if it can)."""
+    if problem.itemsize != 4:
+        # In 16 bits the banded tensor-core kernel wins these problems (seed003 fp16 NHWC: 24.1 us
+        # against 49.9, session 24); and Triton 3.6's LLVM aborted the process (an SLP vectorizer
+        # assertion) compiling a bf16 / fp16 NCHW pair of 16-channel rows.
+        return "it is the float32 kernel (FMA units); 16-bit few-channel problems run on the tensor cores"
     if problem.groups != 1:
         return "each output channel of its tile reads every input channel: it needs groups=1"
     if problem.k > MAX_DIRECT_ROWS_CHANNELS:
@@ -599,7 +604,7 @@ def direct_rows_unsupported_reason(problem: ConvProblem) -> str | None:
 
 def direct_rows_block_k(problem: ConvProblem) -> int:
     """The channel axis of :func:`launch_direct_rows`'s tile: all of K, a power of two, one
-    16-byte vector at least."""
+    16-byte vector (4 float32 values) at least."""
     return pow2_at_least(problem.k, 16 // problem.itemsize)
 
 
@@ -640,7 +645,7 @@ def launch_direct_rows(
         BLOCK_Q=config.block_m, BLOCK_K=block_k, BLOCK_P=config.block_k, INT64=needs_int64(problem), PADDED=padded,
         PAIR=direct_rows_pairs_rows(problem, config),
         num_warps=config.num_warps, num_stages=1,
-        **({"maxnreg": DIRECT_ROWS_FP32_MAX_REGS} if problem.itemsize == 4 and problem.layout == "nchw" else {}),
+        **({"maxnreg": DIRECT_ROWS_FP32_MAX_REGS} if problem.layout == "nchw" else {}),
     )
 
 
