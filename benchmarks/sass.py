@@ -138,11 +138,13 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
     here would not select), so that it is at least known to compile. ``which``: which of
     the algorithm's launches to compile where it makes more than one (im2row's and
     staged_nhwc's copy and GEMM). ``config``: a launch config instead of the heuristics'
-    (tma_rows's one-tile-a-program form). staged_nhwc and gemm_1x1_nchw run on the problem's NCHW form."""
+    (tma_rows's one-tile-a-program form). staged_nhwc and gemm_1x1_nchw run on the problem's NCHW form,
+    direct_rows on its float32 form."""
     case = next(c for suite in ("seed", "resnet50", "depthwise", "grouped", "vae") for c in get_suite(suite)
                 if c.name == case_name)
     layout = "nchw" if algorithm in ("staged_nhwc", "gemm_1x1_nchw") else "nhwc"
-    problem = case.problem(torch.float16, layout, "bias_relu", batch=2)
+    dtype = torch.float32 if algorithm == "direct_rows" else torch.float16  # direct_rows is the float32 kernel
+    problem = case.problem(dtype, layout, "bias_relu", batch=2)
     config = config or default_config(problem, algorithm)
     return {"algorithm": algorithm, "case": case_name, "int64": int64, "config": str(config),
             **inspect_problem(problem, algorithm, config, int64, which)}
