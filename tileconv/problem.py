@@ -125,6 +125,11 @@ class ConvProblem:
         return self.c_per_group * self.r * self.s
 
     @property
+    def is_unpadded(self) -> bool:
+        """No padding on any side: every filter tap of every output lies inside the input."""
+        return self.padding == (0, 0) and self.padding_end == (0, 0)
+
+    @property
     def is_depthwise(self) -> bool:
         """groups == C: each output channel sees one input channel (multiplier K/C)."""
         return self.groups == self.c and self.groups > 1

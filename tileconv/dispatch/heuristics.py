@@ -25,6 +25,7 @@ from ..kernels.launch import (
     depthwise_plane_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     direct_rows_block_k,
+    direct_rows_can_pair,
     direct_rows_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -433,7 +434,7 @@ def direct_rows_config(problem: ConvProblem, columns_per_thread: int | None = No
     columns 56.6, the pair 67.4."""
     block_k = direct_rows_block_k(problem)
     if rows is None:
-        rows = 2 if problem.layout == "nchw" and problem.stride[0] == 1 and problem.dilation[0] == 1 else 1
+        rows = 2 if problem.layout == "nchw" and direct_rows_can_pair(problem) else 1
     per_thread = columns_per_thread or max(1, DIRECT_ROWS_ACCUMULATORS // block_k)
     narrow = pow2_at_least(problem.out_w, 16 if INTERPRET else 32)
     if INTERPRET:  # the interpreter pays per program: one warp, the row's width

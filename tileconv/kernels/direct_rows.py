@@ -12,9 +12,9 @@ registers, each thread holding all K channels of a few columns. At every tap (c,
 loads the BLOCK_Q input values that the columns read (one row segment, shifted by the tap)
 and the K weights of the tap, and adds their outer product: each input value loaded feeds
 K multiply-adds without leaving the thread, the row segment's address is the tap's constant
-offset from the column's, and the padding masks depend on the filter column only (hoisted
-out of the channel loop). A program steps through BLOCK_P output rows, so its filter taps'
-weights stay in L1 between rows.
+offset from the column's, and without padding no tap is masked. A program steps through
+BLOCK_P output rows, so its filter taps' weights stay in L1 between rows; at a unit row
+stride and dilation it takes them two at a time (PAIR), each input row loaded once for both.
 
 Float32 (strict or TF32 problems alike: it computes in IEEE fp32), any layout (the loads go
 through strides), stride, padding and dilation; groups = 1, K <= 16.
@@ -46,7 +46,7 @@ def conv2d_direct_rows_kernel(
     BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_P: tl.constexpr,
     INT64: tl.constexpr,
     PADDED: tl.constexpr,  # a tap may fall in the padding (else only the last tile's columns are masked)
-    PAIR: tl.constexpr = False,  # output rows two at a time (unit row stride and dilation, BLOCK_P even)
+    PAIR: tl.constexpr,  # output rows two at a time (unit row stride and dilation, BLOCK_P even)
 ):
     # One axis over (image, row block, column block), columns fastest: neighbouring programs
     # read the same input rows.

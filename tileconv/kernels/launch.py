@@ -133,7 +133,7 @@ def _unpadded_1x1_reason(problem: ConvProblem) -> str | None:
     unpadded convolution, the condition of the 1x1 GEMM kernels; None if it is one."""
     if (problem.r, problem.s) != (1, 1):
         return "it needs a 1x1 filter"
-    if problem.padding != (0, 0) or problem.padding_end != (0, 0):
+    if not problem.is_unpadded:
         return "it needs padding 0"
     if problem.groups != 1:
         return "it needs groups=1"
@@ -608,10 +608,16 @@ def direct_rows_block_k(problem: ConvProblem) -> int:
     return pow2_at_least(problem.k, 16 // problem.itemsize)
 
 
+def direct_rows_can_pair(problem: ConvProblem) -> bool:
+    """Whether output rows p and p+1 of ``problem`` read input rows p .. p+R (unit row stride
+    and dilation), so that :func:`launch_direct_rows` can compute them together."""
+    return problem.stride[0] == 1 and problem.dilation[0] == 1
+
+
 def direct_rows_pairs_rows(problem: ConvProblem, config: LaunchConfig) -> bool:
     """Whether :func:`launch_direct_rows` computes its rows two at a time, sharing the input
-    rows they both read: an even number of rows a program, unit row stride and dilation."""
-    return config.block_k % 2 == 0 and problem.stride[0] == 1 and problem.dilation[0] == 1
+    rows they both read: an even number of rows a program where :func:`direct_rows_can_pair`."""
+    return config.block_k % 2 == 0 and direct_rows_can_pair(problem)
 
 
 def launch_direct_rows(
@@ -635,14 +641,14 @@ def launch_direct_rows(
     block_k = direct_rows_block_k(problem)
     weight = padded_channel_minor_weight(weight, block_k)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    padded = any(problem.padding) or any(problem.padding_end)
     grid = (problem.n * cdiv(problem.out_h, config.block_k) * cdiv(problem.out_w, config.block_m),)
     return launch(conv2d_direct_rows_kernel, grid,
         x, weight, *pointers, problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k, problem.c,
         problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
         problem.dilation[0], problem.dilation[1], *kernel_strides(x), *epilogue_strides,
         R=problem.r, S=problem.s, **epilogue,
-        BLOCK_Q=config.block_m, BLOCK_K=block_k, BLOCK_P=config.block_k, INT64=needs_int64(problem), PADDED=padded,
+        BLOCK_Q=config.block_m, BLOCK_K=block_k, BLOCK_P=config.block_k, INT64=needs_int64(problem),
+        PADDED=not problem.is_unpadded,
         PAIR=direct_rows_pairs_rows(problem, config),
         num_warps=config.num_warps, num_stages=1,
         **({"maxnreg": DIRECT_ROWS_FP32_MAX_REGS} if problem.layout == "nchw" else {}),
@@ -1194,8 +1200,7 @@ def reads_rows_in_place(problem: ConvProblem, x: torch.Tensor) -> bool:
     zero-bordered copy: no padding (the copy's only zeros besides the segments' overrun,
     which the kernel masks), channels_last-contiguous storage (one row a run of W*C values,
     images H rows apart) and rows that start 16 bytes apart (aligned asynchronous copies)."""
-    return (problem.padding == (0, 0) and problem.padding_end == (0, 0)
-            and x.is_contiguous(memory_format=torch.channels_last)
+    return (problem.is_unpadded and x.is_contiguous(memory_format=torch.channels_last)
             and (problem.w * problem.c * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0)
 
 
