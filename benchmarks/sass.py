@@ -44,7 +44,7 @@ OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "H
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
-           "conv2d_depthwise_halo_kernel")
+           "conv2d_depthwise_halo_kernel", "conv2d_depthwise_window_kernel")
 
 
 class _Recorder:
@@ -262,6 +262,7 @@ CASES = [
     ("depthwise_halo", "mbv2 dw3x3 c192 hw28/1"),  # Gluon: the halo by cp.async, taps from shared memory
     ("depthwise_halo", "mbv2 dw3x3 c96 hw112/2"),  # stride 2
     ("depthwise_halo", "convnext dw7x7 c96 hw56"),
+    ("depthwise_window", "convnext dw7x7 c96 hw56"),  # input rows streamed through registers
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("im2row", "r50 stem 7x7/2"),
@@ -290,6 +291,7 @@ INT64_CASES = [
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_halo", "convnext dw7x7 c96 hw56"),
+    ("depthwise_window", "convnext dw7x7 c96 hw56"),
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("dense_toeplitz", "seed003"),
     ("direct_rows", "seed003"),

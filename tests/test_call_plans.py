@@ -403,7 +403,7 @@ def _aten_ops(call) -> set[str]:
                                              ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
                                              ("tma_rows", 1, 32), ("dense_toeplitz", 1, 32), ("depthwise_rows", 32, 32),
                                              ("depthwise_plane", 32, 32), ("depthwise_halo", 32, 32),
-                                             ("direct_rows", 1, 8)])
+                                             ("depthwise_window", 32, 32), ("direct_rows", 1, 8)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an

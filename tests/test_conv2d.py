@@ -582,6 +582,19 @@ CONFIG_CASES = [
     # depthwise: 1-pixel-wide rows (width 1), multiplier 3, dilated, NCHW.
     Case(2, 4, 9, 8, 12, 3, 3, padding=2, dilation=2, groups=4, dtype="bf16", activation="sigmoid",
          algo="depthwise", config=LaunchConfig(8, 8, 1, 8, 2, 1)),
+    # depthwise_window (input rows streamed through registers into the output rows they
+    # touch): a 7x7 filter padded by 3, strips of 6 rows (R - 1: no steady rows between the
+    # ramps) over P = 9 (the last strip 3 rows past the output), 5 columns over Q = 11 (a tail),
+    # 32 channels for 6 (a channel tail); the whole epilogue.
+    Case(2, 6, 9, 11, 6, 7, 7, padding=3, groups=6, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="depthwise_window", config=LaunchConfig(6, 32, 5, 8, 1, 3)),
+    # ... multiplier 2, column stride 2 with uneven padding, dilated columns, NCHW bf16; one
+    # column a program, one row a step; ... fp32, a 2x3 filter, 64 channels on two warps over
+    # K = 40, strips of 16 rows over 11, 2 rows a step (15 steady rows: a remainder of one).
+    Case(1, 4, 10, 13, 8, 3, 3, stride=(1, 2), padding=(1, 2), dilation=(1, 2), groups=4, dtype="bf16",
+         layout="nchw", activation="silu", algo="depthwise_window", config=LaunchConfig(3, 32, 1, 8, 1, 1)),
+    Case(2, 40, 11, 7, 40, 2, 3, padding=(0, 1), groups=40, dtype="fp32", layout="nhwc",
+         residual=True, activation="gelu", algo="depthwise_window", config=LaunchConfig(16, 64, 4, 8, 2, 2)),
     # depthwise_toeplitz: 16-row tiles over N*P = 2*7 rows (a tile spans both images), 16
     # columns over 9 (tail), 2-channel batches over K = 6 (multiplier 2, tail); row stride 2,
     # column dilation 2 (a sparser band); the whole epilogue.

@@ -70,8 +70,10 @@ def test_fast_paths_use_hopper_instructions():
             assert row["LDGSTS.128"] > 0, "segment copies narrower than 16 bytes: " + where
         if algorithm == "depthwise_plane":  # one GEMM a channel: tensor cores (mma.sync at these tile sizes)
             assert row["HGMMA"] + row["HMMA"] > 0, where
-        if algorithm in ("direct", "direct_rows", "depthwise", "depthwise_rows", "depthwise_halo"):
+        if algorithm in ("direct", "direct_rows", "depthwise", "depthwise_rows", "depthwise_halo", "depthwise_window"):
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
+        if algorithm == "depthwise_window":  # one channel a thread: no shuffles through shared memory
+            assert row["shared_bytes"] == 0, where
         if algorithm == "direct_rows":  # a tap's output channels one 16-byte vector of the padded weight
             assert row["LDG.128"] > 0, where
         if algorithm == "depthwise_halo":  # the halo by 16-byte cp.async; the taps from shared memory, no global loads

@@ -49,12 +49,14 @@ from tileconv.kernels.launch import (
     MAX_DENSE_TOEPLITZ_VALUES,
     MAX_HALO_SHARED_BYTES,
     MAX_TOEPLITZ_REACH,
+    MAX_WINDOW_STEP_MULTIPLY_ADDS,
     dense_toeplitz_tiling,
     depthwise_halo_unsupported_reason,
     halo_tiling,
     implicit_gemm_ws_unsupported_reason,
     plane_sizes,
     toeplitz_reach,
+    window_tiling,
 )
 from tileconv.reference import conv2d_reference
 from tileconv.testing import assert_conv_close, random_inputs, tolerance
@@ -294,9 +296,11 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
             where = f"{problem.describe()} {problem.dtype_name} {problem.layout}: {name} {config}"
             assert name in allowed and ALGORITHMS[name].unsupported_reason(problem) is None, where
             # dense_toeplitz's block_n is a channel count (all of a small K): its GEMM's N
-            # (columns x channels, rounded up) is the power of two.
-            for value in (config.block_m, config.block_k, config.num_warps) + (
-                    () if name == "dense_toeplitz" else (config.block_n,)):
+            # (columns x channels, rounded up) is the power of two. depthwise_window's strip and
+            # tile width are unrolled counts, any sizes.
+            for value in ((config.num_warps, config.block_n) if name == "depthwise_window" else
+                          (config.block_m, config.block_k, config.num_warps) + (
+                              () if name == "dense_toeplitz" else (config.block_n,))):
                 assert _is_pow2(value), where
             # Rule-decided fields stay the heuristics' (only tile fields are tuned).
             assert config.fuse_sc == default_config(problem, name).fuse_sc, where
@@ -343,6 +347,12 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 assert halo_tiling(problem, config).shared_bytes(problem) <= MAX_HALO_SHARED_BYTES, where
                 assert config.block_n % (32 * config.num_warps) == 0 and config.block_m % config.block_k == 0, where
                 assert config.block_n <= pow2_at_least(problem.c, 32) and config.num_stages == 1, where
+            elif name == "depthwise_window":  # one channel a thread; strips past the ramps; a step's unrolled work
+                tiling = window_tiling(problem, config)
+                assert config.block_n == 32 * config.num_warps and problem.r - 1 <= tiling.strip, where
+                assert tiling.tile_w <= problem.out_w and tiling.strip <= max(14, problem.r - 1), where
+                assert tiling.rows_a_step * tiling.tile_w * problem.r * problem.s <= MAX_WINDOW_STEP_MULTIPLY_ADDS, where
+                assert problem.r * problem.s > 9, where  # raced for filters larger than 3x3 only
             elif name == "depthwise_rows":  # two partial sums, three taps, three more loaded ahead (2 stages)
                 live = 5 + 3 * (config.num_stages - 1)
                 fitted = config != default_config(problem, name)  # the interpreter's default has one warp
@@ -381,8 +391,10 @@ def test_which_algorithms_race():
         plane = ["depthwise_plane"] if depthwise.h * depthwise.w <= 64 else []  # 7x7 planes: one GEMM a channel
         # The shared-memory halo kernel (Gluon: on a GPU) up to 7x7.
         halo = ["depthwise_halo"] if depthwise_halo_unsupported_reason(depthwise) is None else []
+        # input rows streamed through registers: stride-1 rows, filters past 3x3 of at most 49 taps
+        window = ["depthwise_window"] if depthwise.stride[0] == 1 and 9 < depthwise.r * depthwise.s <= 49 else []
         assert not halo or depthwise.r <= 7
-        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane, *halo]), \
+        assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane, *halo, *window]), \
             depthwise.describe()
     stem = get_suite("resnet50")[0].problem()  # 3 input channels: thin; unrolled into 32 (im2row), banded
     resnext = get_suite("grouped")[0].problem()  # 32 groups of 4 channels
@@ -405,14 +417,23 @@ def test_heuristics_for_large_filters_and_few_channels():
     the 7x7 and 13x13 filters over 7x7 planes, not for a 3x3 one; for a dense convolution
     with fewer than 16 channels on both sides (seed003) the banded row GEMM in 16 bits (8
     output columns a program) and the CUDA-core rows kernel in float32 (session 24): pairs
-    of rows over NCHW input, one row over channels_last (where a pair spilled)."""
+    of rows over NCHW input, one row over channels_last (where a pair spilled). The 7x7
+    rows (channels_last) stream their input rows through registers (session 25): strips of 7
+    rows, 7 columns (4 on a 7-wide output)."""
     chosen = {case.name: (choose_algorithm(case.problem()), case.problem()) for case in get_suite("depthwise")}
     for name, (algorithm, problem) in chosen.items():
         large = "dw31x31" in name or "dw27x27" in name
         assert (algorithm == "depthwise_toeplitz") == large, (name, algorithm)
-        # on a GPU the shared-memory halo kernel takes the 7x7 (it won there, session 12); not the 13x13
-        plane = name.endswith("hw7") and "3x3" not in name and depthwise_halo_unsupported_reason(problem) is not None
+        assert (algorithm == "depthwise_window") == ("dw7x7" in name), (name, algorithm)
+        # the 13x13 over a 7x7 plane: one GEMM a channel, where the halo kernel cannot run (the interpreter)
+        plane = "dw13x13" in name and depthwise_halo_unsupported_reason(problem) is not None
         assert (algorithm == "depthwise_plane") == plane, (name, algorithm)
+        if algorithm == "depthwise_window":
+            config = default_config(problem, algorithm)
+            assert (config.block_m, config.block_k, config.num_stages) == (7, 7 if problem.out_w >= 14 else 4, 1), name
+            assert config.num_warps == {96: 1, 192: 2}.get(problem.k, 4), name
+        # NCHW input: the halo kernel or the plane GEMM, as before
+        assert choose_algorithm(replace(problem, layout="nchw")) != "depthwise_window", name
     config = default_config(get_suite("depthwise")[-4].problem(), "depthwise_toeplitz")
     assert (config.block_n, config.block_k) == ((4, 16) if INTERPRET else (1, 32))  # 2D GEMMs, 32 columns
     seed003 = next(c for c in get_suite("seed") if c.name == "seed003")

@@ -56,6 +56,7 @@ from .heuristics import (
     MIN_TENSOR_CORE_DIM,
     choose_algorithm,
     default_config,
+    depthwise_window_config,
     direct_rows_config,
     reduction_steps,
     slice_length,
@@ -637,6 +638,18 @@ def depthwise_plane_candidates(problem: ConvProblem, limits: DeviceLimits | None
 _DEPTHWISE_HALO_BASE: tuple[tuple[int, int, int], ...] = ((8, 8, 1), (4, 8, 1), (8, 16, 1), (8, 8, 2))
 
 
+def depthwise_window_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """depthwise_window tiles: the default, then strips of the default's rows and 14 (at least
+    R - 1) by 4, 7 and 8 columns (at most the output's width), one input row a step, the
+    default's warps. Each compiles in seconds (the ramps and a step unrolled): a short list."""
+    start = default_config(problem, "depthwise_window")
+    configs = [start]
+    for strip in (start.block_m, max(min(14, problem.out_h), problem.r - 1)):
+        for width in (4, 7, 8):
+            configs.append(depthwise_window_config(problem, strip, min(width, problem.out_w), start.num_warps))
+    return list(dict.fromkeys(configs))
+
+
 def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """Fitted, de-duplicated depthwise_halo configs: ``block_m`` pixels ``block_k`` wide,
     ``block_n`` channels over ``num_warps`` warps; tiles wider or taller than the output
@@ -673,6 +686,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
     "depthwise_halo": depthwise_halo_candidates,
+    "depthwise_window": depthwise_window_candidates,
     "depthwise_toeplitz": depthwise_toeplitz_candidates,
     "dense_toeplitz": dense_toeplitz_candidates,
     "depthwise_plane": depthwise_plane_candidates,
@@ -692,7 +706,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     ``direct`` (the general CUDA-core kernel) unless the problem is thin, and
     ``staged_nhwc`` for fewer than 16 channels a group, ``depthwise_toeplitz`` for
     filters narrower than 5 columns, ``tma_rows`` for output rows under 48 pixels, and
-    ``dense_toeplitz`` and ``direct_rows`` for 16 input channels or more. On depthwise problems ``direct`` and ``depthwise`` both
+    ``dense_toeplitz`` and ``direct_rows`` for 16 input channels or more, ``depthwise_window`` for
+    filters of at most 9 taps. On depthwise problems ``direct`` and ``depthwise`` both
     race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
@@ -708,6 +723,8 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue  # few channels: its GEMM gathers (s, c) slices anyway; im2row unrolls them
         if name == "depthwise_toeplitz" and problem.s < TOEPLITZ_MIN_WIDTH:
             continue  # a narrow filter fills too little of the band: S/JK useful
+        if name == "depthwise_window" and problem.r * problem.s <= 9:
+            continue  # it lost every 3x3 row it was measured on (session 25), and compiles for seconds
         if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH:
             continue  # most of each 64-pixel row segment would be past the row's end
         if name in ("dense_toeplitz", "direct_rows") and problem.c >= MIN_TENSOR_CORE_DIM:

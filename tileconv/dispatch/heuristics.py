@@ -24,6 +24,7 @@ from ..kernels.launch import (
     depthwise_halo_unsupported_reason,
     depthwise_plane_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
+    depthwise_window_unsupported_reason,
     direct_rows_block_k,
     direct_rows_can_pair,
     direct_rows_unsupported_reason,
@@ -59,8 +60,12 @@ PLANE_MIN_TAPS = 25
 SM_COUNT_HINT = 132
 
 
+WINDOW_MIN_TAPS = 25  # depthwise_window by default above this many taps (measured: 7x7 won, 3x3 lost)
+
+
 def choose_algorithm(problem: ConvProblem) -> str:
     """One input channel per group (depthwise): 'depthwise_toeplitz' for large filters,
+    'depthwise_window' at stride 1 over channels_last for filters of 26 to 49 taps,
     'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
@@ -95,6 +100,17 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # against direct's 122.0 in the probe, cuDNN 73.6; c768 hw7 16.7 against depthwise_plane's
         # 20.3) and lost the stride-2 3x3 rows to the 2D kernel (c576 hw14/2 9.7 against 11.2, c192
         # hw28/2 10.5 against 11.0, c96 hw112/2 39.3 against 39.8; tied c144 hw56/2).
+        # depthwise_window (input rows streamed through registers, one channel a thread), stride 1,
+        # filters of more than 25 taps (session 25, H200, fp16 NHWC batch 32, benchmarks/
+        # probe_window.py, CUDA-graph replays beside cuDNN and the heuristics' halo kernel): the
+        # four ConvNeXt 7x7 rows at strips of 7 rows, 7 columns (4 on a 7-wide output): c96 hw56
+        # 41.8 us against the halo's 44.7 (cuDNN 73.4), c192 hw28 23.6 / 31.8 (46.4), c384 hw14
+        # 14.7 / 19.4 (26.6), c768 hw7 11.6 / 14.4 (21.4). It lost every stride-1 3x3 row to the
+        # halo kernel (c384 hw14 17.4 against 10.5 us): the taps there are too few to pay for
+        # its loads' masks.
+        if (problem.stride == (1, 1) and problem.dilation == (1, 1) and problem.layout == "nhwc"
+                and problem.r * problem.s > WINDOW_MIN_TAPS and depthwise_window_unsupported_reason(problem) is None):
+            return "depthwise_window"
         if problem.stride == (1, 1) and depthwise_halo_unsupported_reason(problem) is None:
             return "depthwise_halo"
         if problem.r * problem.s >= PLANE_MIN_TAPS and depthwise_plane_unsupported_reason(problem) is None:
@@ -316,6 +332,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return direct_rows_config(problem)
     if algorithm == "depthwise_halo":
         return _depthwise_halo_config(problem)
+    if algorithm == "depthwise_window":
+        return depthwise_window_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
@@ -459,6 +477,25 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
     if problem.layout == "nhwc":  # 8 warps: 32 fp32 accumulators a thread (an sm_90 compile: 135 registers)
         return LaunchConfig(block_m=images, block_n=4, num_warps=8, num_stages=1)
     return LaunchConfig(block_m=images, block_n=1, num_warps=4, num_stages=1)
+
+
+def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile_w: int | None = None,
+                            num_warps: int | None = None, rows_a_step: int = 1) -> LaunchConfig:
+    """depthwise_window's tile: a strip of ``block_m`` output rows (default: 7, or the output's
+    height if smaller, and at least R - 1) by ``block_k`` columns (default: 7 on outputs 14
+    wide and more, else 4, at most the width), ``rows_a_step`` input rows a loop step
+    (``num_stages``), one channel a thread over ``num_warps`` warps (default: the most of 1, 2,
+    4 whose 32-channel blocks divide K, else 1). The defaults won or tied on all four ConvNeXt
+    7x7 rows on an H200 (session 25: strips of 7 and 14, 4, 7 and 8 columns, 1 and 2 rows a
+    step raced; see choose_algorithm)."""
+    if strip is None:
+        strip = max(min(7, problem.out_h), problem.r - 1)
+    if tile_w is None:
+        tile_w = min(7 if problem.out_w >= 14 else 4, problem.out_w)
+    if num_warps is None:
+        num_warps = max(w for w in (1, 2, 4) if w == 1 or problem.k % (32 * w) == 0)
+    return LaunchConfig(block_m=strip, block_n=32 * num_warps, block_k=tile_w, num_warps=num_warps,
+                        num_stages=rows_a_step)
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:

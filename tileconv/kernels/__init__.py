@@ -24,6 +24,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``depthwise_halo`` (:mod:`.depthwise_halo`): Gluon (sm_80 and newer): depthwise convolution
   from a shared-memory halo, each input element copied once a program, every tap read from
   shared memory without masks or address arithmetic.
+- ``depthwise_window`` (:mod:`.depthwise_window`): CUDA-core depthwise convolution with each
+  thread's input window in registers (one channel a thread, the tile unrolled): each input
+  value loaded and converted once, then fed to up to R*S multiply-adds.
 - ``depthwise_rows`` (:mod:`.depthwise_rows`): 3x3 depthwise streaming output rows, each
   input row loaded once and reused for the three output rows it touches.
 - ``depthwise_toeplitz`` (:mod:`.depthwise_toeplitz`): depthwise convolution with large
@@ -71,6 +74,7 @@ from .launch import (
     depthwise_rows_unsupported_reason,
     depthwise_toeplitz_unsupported_reason,
     depthwise_unsupported_reason,
+    depthwise_window_unsupported_reason,
     direct_rows_unsupported_reason,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -84,6 +88,7 @@ from .launch import (
     launch_depthwise_plane,
     launch_depthwise_rows,
     launch_depthwise_toeplitz,
+    launch_depthwise_window,
     launch_direct,
     launch_direct_rows,
     launch_gemm_1x1,
@@ -194,6 +199,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "depthwise convolution from a shared-memory halo (Gluon, cp.async): each tap a shared-memory read, no masks",
         launch_depthwise_halo,
         depthwise_halo_unsupported_reason,
+    ),
+    "depthwise_window": Algorithm(
+        "depthwise_window",
+        "CUDA-core depthwise convolution with each thread's input window in registers (the tile unrolled)",
+        launch_depthwise_window,
+        depthwise_window_unsupported_reason,
     ),
     "depthwise_rows": Algorithm(
         "depthwise_rows",

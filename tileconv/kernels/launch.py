@@ -24,6 +24,7 @@ from .depthwise_halo import conv2d_depthwise_halo_kernel
 from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
+from .depthwise_window import conv2d_depthwise_window_kernel
 from .direct import conv2d_direct_kernel
 from .direct_rows import conv2d_direct_rows_kernel
 from .fast_launch import launch
@@ -960,6 +961,101 @@ def launch_depthwise_halo(
         CHUNK=tiling.chunk, TAPS=pow2_at_least(problem.r * problem.s), WEIGHT_REGISTERS=tiling.weight_registers,
         COPY_VEC=16 // problem.itemsize,
         NUM_WARPS=config.num_warps, INT64=needs_int64(problem), num_warps=config.num_warps,
+    )
+
+
+# depthwise_window: a thread holds its channel's filter, one input row of its tile and the
+# partial sums of R output rows in registers, and a loop step is unrolled (ROWS_A_STEP input
+# rows x R*S taps x TILE_W columns of multiply-adds): filters of at most this many taps, steps
+# of at most this many multiply-adds a thread.
+MAX_WINDOW_TAPS = 49
+MAX_WINDOW_STEP_MULTIPLY_ADDS = 4 * 8 * 49
+# Registers a thread for depthwise_window (None: ptxas's choice).
+WINDOW_MAX_REGS: int | None = None
+
+
+@dataclass(frozen=True)
+class WindowTiling:
+    """depthwise_window's tile, from a :class:`LaunchConfig`: a strip of ``block_m`` output
+    rows by ``block_k`` output columns (any sizes) by ``block_n`` channels, one a thread
+    (``block_n = 32 * num_warps``), ``num_stages`` input rows a loop step."""
+
+    strip: int
+    tile_w: int
+    block_c: int
+    rows_a_step: int
+
+
+def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
+    """:class:`WindowTiling` of ``config``; a ``ValueError`` naming the fields if ``config``
+    cannot describe a depthwise_window tile of ``problem``."""
+    strip, tile_w, step = config.block_m, config.block_k, config.num_stages
+    if min(strip, tile_w, step) < 1:
+        raise ValueError(f"config block_m={strip}, block_k={tile_w}, num_stages={step}: depthwise_window's "
+                         "tile is a strip of block_m output rows by block_k columns, num_stages input rows a "
+                         "step, at least one of each")
+    if config.block_n != 32 * config.num_warps:
+        raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: depthwise_window "
+                         "takes one channel a thread (block_n = 32 * num_warps)")
+    if strip < problem.r - 1:
+        raise ValueError(f"config block_m={strip}: depthwise_window's strips ramp up and down over R - 1 = "
+                         f"{problem.r - 1} input rows: they need at least that many output rows")
+    work = step * tile_w * problem.r * problem.s
+    if work > MAX_WINDOW_STEP_MULTIPLY_ADDS:
+        raise ValueError(f"config block_k={tile_w}, num_stages={step}: {step} input rows of {tile_w} columns "
+                         f"of a {problem.r}x{problem.s} filter unroll {work} multiply-adds a thread, more than "
+                         f"depthwise_window's {MAX_WINDOW_STEP_MULTIPLY_ADDS}")
+    return WindowTiling(strip, tile_w, config.block_n, step)
+
+
+def depthwise_window_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_window` cannot run ``problem`` (None if it can)."""
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
+    if problem.stride[0] != 1 or problem.dilation[0] != 1:
+        return (f"it streams input rows into the output rows they touch: it needs a row stride and row "
+                f"dilation of 1 (stride {problem.stride}, dilation {problem.dilation})")
+    if problem.r * problem.s > MAX_WINDOW_TAPS:
+        return (f"it holds the filter in registers: filters of at most {MAX_WINDOW_TAPS} taps "
+                f"(this one {problem.r}x{problem.s})")
+    if problem.k > MAX_GRID_Y * 32:
+        return f"it runs a grid row per 32 output channels: it needs at most {MAX_GRID_Y * 32} of them"
+    return None
+
+
+def launch_depthwise_window(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_window_kernel`: programs of a ``block_m``-row strip of
+    ``block_k`` output columns of one image by ``block_n`` channels (one a thread), streaming
+    the strip's input rows through registers ``num_stages`` at a time."""
+    reason = depthwise_window_unsupported_reason(problem)
+    if reason is not None:
+        raise ValueError(f"depthwise_window cannot run {problem.describe()}: {reason}")
+    tiling = window_tiling(problem, config)
+    weight = channel_minor_weight(weight)  # one vector of K weights a tap
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    xs = kernel_strides(x)
+    grid = (problem.n * cdiv(problem.out_h, tiling.strip) * cdiv(problem.out_w, tiling.tile_w),
+            cdiv(problem.k, tiling.block_c))
+    return launch(conv2d_depthwise_window_kernel, grid,
+        x, weight, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
+        problem.padding[0], problem.padding[1], xs[0], xs[1], xs[2],
+        weight.stride(0), *epilogue_strides,
+        X_STRIDE_W=xs[3], W_STRIDE_R=weight.stride(2), W_STRIDE_S=weight.stride(3), R=problem.r, S=problem.s,
+        V=problem.stride[1], DIL_W=problem.dilation[1], MULTIPLIER=problem.k // problem.c, **epilogue,
+        STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
+        WIN_PAD=pow2_at_least(window(tiling.tile_w, problem.stride[1], problem.s, problem.dilation[1])),
+        OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
+        EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
+        **({"maxnreg": WINDOW_MAX_REGS} if WINDOW_MAX_REGS else {}),
     )
 
 

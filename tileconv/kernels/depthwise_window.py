@@ -1,0 +1,269 @@
+"""Depthwise convolution streaming input rows through registers, on the CUDA cores.
+
+A depthwise filter of R x S taps does R*S multiply-adds an output and nothing else: the
+7x7 (ConvNeXt) rows are bound by the instructions the multiply-adds take, not by memory.
+The shared-memory halo kernel (:mod:`.depthwise_halo`) spends about 1.6 instructions a
+multiply-add (a shared-memory load and a conversion shared by a few taps, then the FMA) and
+its one-warp programs each hold a halo, so the shared memory bounds the warps an SM runs.
+
+Here every thread owns one channel (``BLOCK_C`` channels a program) of a strip of
+``STRIP`` output rows by ``TILE_W`` output columns of one image, the filter's R*S weights of
+its channel in registers as fp32. It walks the strip's input rows top to bottom, each row
+loaded once (one [BLOCK_C, WIN_PAD] load: the ``(TILE_W-1)*V + (S-1)*dil_w + 1`` columns the
+tile reads, converted to fp32 once) and added into the R output rows it touches:
+
+    input row i:  out[i - R + 1] += row_i (x) w[R-1, :]   -> complete: epilogue, stored
+                  ...
+                  out[i]          = row_i (x) w[0, :]     (a new partial sum)
+
+so every loaded value feeds R*S multiply-adds without another load or conversion, and only
+the partial sums of the R output rows in flight (plus the filter and two input rows) are
+live: R * TILE_W accumulators a thread. The first and last R - 1 input rows of a strip (its
+ramps, unrolled) add only into the output rows inside it: no multiply-add is spent on rows
+another strip computes. In between, a loop step takes ``ROWS_A_STEP`` input rows, unrolled
+(the shifts between the rows' partial sums are register renaming inside a step; the R - 1
+carried ones move once a step). Each input row is loaded a row ahead of its multiply-adds.
+The columns are split out of a row, and an output row put back together, by halving
+(tl.split / tl.join: register renaming, each thread holding its channel's whole row).
+
+A load's address is the row's pointer plus the column's constant offset (``X_STRIDE_W``, the
+input's column stride, is a compile-time value: the load instruction's immediate). The
+padding is the loads' masks: one unsigned compare a column (negative coordinates wrap past
+W) and one a row. No shared memory, no barriers: occupancy is the registers'.
+
+    out[n, k, p, q] = sum_{r, s} x[n, k // m, p - pad_h + r, q*V - pad_w + s*dil_w] * w[k, 0, r, s]
+
+Row stride and row dilation 1; any column stride and dilation, channel multiplier m, layout
+(channels_last reads a warp's 32 channels of a pixel as one segment; other layouts are
+correct but uncoalesced) and the fused epilogue.
+"""
+
+import triton
+import triton.language as tl
+
+from .common import apply_activation
+
+
+@triton.jit
+def _columns(v, B: tl.constexpr, N: tl.constexpr):
+    """The N columns of ``v`` [B, N] (N a power of two) as a tuple of [B] tensors, in order:
+    halved into even and odd columns, log2(N) times (register renaming where a thread holds
+    its row of ``v``)."""
+    if N == 1:
+        return (tl.reshape(v, [B]),)
+    parts = (v,)
+    for level in tl.static_range(N.bit_length() - 1):
+        evens = ()
+        odds = ()
+        for i in tl.static_range(len(parts)):
+            if N >> level == 2:
+                a, b = tl.split(parts[i])
+            else:
+                a, b = tl.split(tl.reshape(parts[i], [B, N >> (level + 1), 2]))
+            evens = evens + (a,)
+            odds = odds + (b,)
+        parts = evens + odds  # column c at c: the evens' halves hold c mod 2^(level+1) < 2^level
+    return parts
+
+
+@triton.jit
+def _stack(cols, B: tl.constexpr, N: tl.constexpr):
+    """:func:`_columns` undone: a tuple of N [B] tensors as one [B, N] tensor."""
+    if N == 1:
+        return tl.reshape(cols[0], [B, 1])
+    parts = cols
+    for level in tl.static_range(N.bit_length() - 1):
+        merged = ()
+        for i in tl.static_range(N >> (level + 1)):  # half the parts
+            merged = merged + (tl.reshape(tl.join(parts[i], parts[i + (N >> (level + 1))]), [B, 2 << level]),)
+        parts = merged
+    return parts[0]
+
+
+@triton.jit
+def _input_row(x_win, ih, H, stride_xh, win_ok):
+    """Input row ``ih`` of the window as stored, zeros outside the input."""
+    row_ok = ih.to(tl.uint32, bitcast=True) < H.to(tl.uint32)  # one compare: a negative row wraps past H
+    return tl.load(x_win + ih * stride_xh, mask=win_ok & row_ok, other=0.0)
+
+
+# The channel strides are not specialised: were a unit channel stride known, Triton would lay
+# a row's [channels, columns] loads and stores out several channels a thread (its coalescing
+# rule) and shuffle them through shared memory into the one-channel-a-thread tiles.
+@triton.jit
+def _input_row(x_win, ih, H, stride_xh, win_ok):
+    """Input row ``ih`` of the window as stored, zeros outside the input."""
+    row_ok = ih.to(tl.uint32, bitcast=True) < H.to(tl.uint32)  # one compare: a negative row wraps past H
+    return tl.load(x_win + ih * stride_xh, mask=win_ok & row_ok, other=0.0)
+
+
+# The channel strides are not specialised: were a unit channel stride known, Triton would lay
+# a row's [channels, columns] loads and stores out several channels a thread (its coalescing
+# rule) and shuffle them through shared memory into the one-channel-a-thread tiles.
+@triton.jit(do_not_specialize=["H", "W", "P", "Q", "pad_h", "pad_w", "stride_xc", "stride_wk", "stride_ok", "stride_rk"])
+def conv2d_depthwise_window_kernel(
+    x_ptr,  # input [N, C, H, W] through strides (stride_xw as the constexpr X_STRIDE_W)
+    w_ptr,  # weight [K, 1, R, S]: stride_wk, then the constexpr tap strides
+    out_ptr,  # output [N, K, P, Q]
+    bias_ptr,  # bias [K] (read only if HAS_BIAS)
+    res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
+    H, W, P, Q, K,
+    pad_h, pad_w,
+    stride_xn, stride_xc, stride_xh,
+    stride_wk,
+    stride_on, stride_ok, stride_op, stride_oq,
+    stride_rn, stride_rk, stride_rp, stride_rq,
+    alpha, beta,
+    X_STRIDE_W: tl.constexpr,  # the input's column stride (an immediate offset of every load)
+    W_STRIDE_R: tl.constexpr, W_STRIDE_S: tl.constexpr,  # the weight's tap strides (immediates too)
+    R: tl.constexpr, S: tl.constexpr,
+    V: tl.constexpr, DIL_W: tl.constexpr,  # column stride and dilation (rows: 1 and 1)
+    MULTIPLIER: tl.constexpr,  # K // C: output channel k reads input channel k // MULTIPLIER
+    ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    STRIP: tl.constexpr,  # output rows a program (at least R - 1)
+    TILE_W: tl.constexpr,  # output columns a program (any number)
+    ROWS_A_STEP: tl.constexpr,  # input rows a loop step (unrolled)
+    BLOCK_C: tl.constexpr,  # channels a program (32 * num_warps: one a thread)
+    WIN_PAD: tl.constexpr,  # the window's input columns, (TILE_W-1)*V + (S-1)*DIL_W + 1, to a power of two
+    OUT_PAD: tl.constexpr,  # TILE_W to a power of two
+    TAPS_PAD: tl.constexpr,  # R * S to a power of two
+    EVEN_K: tl.constexpr,  # K a multiple of BLOCK_C: no channel masks on the input rows
+    INT64: tl.constexpr,
+):
+    WIN_W: tl.constexpr = (TILE_W - 1) * V + (S - 1) * DIL_W + 1  # input columns the tile reads
+    # One axis over (image, strip, tile column), columns fastest: neighbouring programs share
+    # input rows in L2.
+    pid = tl.program_id(0)
+    tiles_q = tl.cdiv(Q, TILE_W)
+    tiles_pq = tl.cdiv(P, STRIP) * tiles_q
+    n = pid // tiles_pq
+    p0 = (pid % tiles_pq) // tiles_q * STRIP
+    q0 = (pid % tiles_q) * TILE_W
+    k_idx = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    if INT64:
+        n = n.to(tl.int64)
+        k_idx = k_idx.to(tl.int64)
+    mask_k = k_idx < K
+    iw0 = q0 * V - pad_w
+
+    # The filter as fp32 registers: one [BLOCK_C, TAPS_PAD] load, then a [BLOCK_C, 1] column a tap.
+    t_idx = tl.arange(0, TAPS_PAD)
+    w_offs = (t_idx // S) * W_STRIDE_R + (t_idx % S) * W_STRIDE_S
+    w_all = tl.load(w_ptr + (k_idx * stride_wk)[:, None] + w_offs[None, :],
+                    mask=mask_k[:, None] & (t_idx < R * S)[None, :], other=0.0).to(tl.float32)
+    w_cols = _columns(w_all, BLOCK_C, TAPS_PAD)
+    taps = ()
+    for t in tl.static_range(R * S):
+        taps = taps + (w_cols[t][:, None],)
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[:, None]
+    else:
+        bias = 0.0
+
+    # Inside the input: one unsigned compare a column (negative coordinates wrap past W), one a
+    # row; the channels' mask only where K is not a whole number of blocks.
+    cols = tl.arange(0, WIN_PAD)
+    win_ok = ((cols < WIN_W) & ((iw0 + cols).to(tl.uint32, bitcast=True) < W.to(tl.uint32)))[None, :]
+    if not EVEN_K:
+        win_ok = win_ok & mask_k[:, None]
+    x_win = (x_ptr + n * stride_xn + iw0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
+             + (cols * X_STRIDE_W)[None, :])
+    # An output row: [BLOCK_C, OUT_PAD].
+    q_idx = q0 + tl.arange(0, OUT_PAD)
+    q_ok = mask_k[:, None] & ((tl.arange(0, OUT_PAD) < TILE_W) & (q_idx < Q))[None, :]
+    out_tile = out_ptr + n * stride_on + (k_idx * stride_ok)[:, None] + (q_idx * stride_oq)[None, :]
+    res_tile = res_ptr + n * stride_rn + (k_idx * stride_rk)[:, None] + (q_idx * stride_rq)[None, :]
+    # Slot k of the window holds the partial sums of output row i-R+1+k (relative to p0) before
+    # input row i, which adds its filter row R-1-k there. Rows above and below the strip take no
+    # multiply-adds: the first R-1 input rows (the ramp up) reach only slots R-1-i and up, the
+    # last R-1 (the ramp down) only the slots above the strip's end; in between (the steady
+    # rows, a runtime loop) every slot is inside the strip, and slot 0 completes at every row.
+    zero = tl.zeros([BLOCK_C, OUT_PAD], dtype=tl.float32)
+    pending = ()
+    for _k in tl.static_range(R - 1):
+        pending = pending + (zero,)
+    # Each input row is loaded one row ahead of its multiply-adds (the loop's steps are separate
+    # blocks to the scheduler, so without this every step would wait out its first load).
+    ih0 = p0 - pad_h
+    ahead = _input_row(x_win, ih0, H, stride_xh, win_ok)
+    for i in tl.static_range(R - 1):  # the ramp up
+        row = ahead
+        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok)
+        pending = _feed(pending, row, taps, zero, R - 1 - i, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                        OUT_PAD)
+        pending = _drop_first(pending, R)  # slot 0: a row above the strip
+    STEADY: tl.constexpr = STRIP - R + 1  # input rows R-1 .. STRIP-1
+    for i0 in range(R - 1, R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP, ROWS_A_STEP):
+        for j in tl.static_range(ROWS_A_STEP):
+            row = ahead
+            ahead = _input_row(x_win, ih0 + i0 + j + 1, H, stride_xh, win_ok)
+            pending = _feed(pending, row, taps, zero, 0, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
+            _finish(pending, p0 + i0 + j - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
+                    alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty)
+            pending = _drop_first(pending, R)
+    for j in tl.static_range(STEADY % ROWS_A_STEP):  # the steady rows a whole step does not cover
+        i = R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP + j
+        row = ahead
+        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok)
+        pending = _feed(pending, row, taps, zero, 0, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
+        _finish(pending, p0 + i - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
+                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty)
+        pending = _drop_first(pending, R)
+    for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e
+        row = ahead
+        if e < R - 2:
+            ahead = _input_row(x_win, ih0 + STRIP + e + 1, H, stride_xh, win_ok)
+        pending = _feed(pending, row, taps, zero, 0, R - 2 - e, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
+        _finish(pending, p0 + STRIP + e - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
+                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty)
+        pending = _drop_first(pending, R)
+
+
+@triton.jit
+def _feed(pending, row, taps, zero, FIRST: tl.constexpr, LAST: tl.constexpr, R: tl.constexpr, S: tl.constexpr,
+          V: tl.constexpr, DIL_W: tl.constexpr, TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr,
+          OUT_PAD: tl.constexpr):
+    """Input row ``row`` (as loaded, [BLOCK_C, WIN_PAD]) added into window slots FIRST..LAST:
+    slot k (``pending[k]``; slot R-1 starts from zero) takes filter row R-1-k. Returns the R
+    slots."""
+    columns = _columns(row.to(tl.float32), BLOCK_C, WIN_PAD)
+    # Filter column s's view of the row: at output column ql, input column ql*V + s*DIL_W.
+    shifted = ()
+    for s in tl.static_range(S):
+        picked = ()
+        for ql in tl.static_range(OUT_PAD):
+            picked = picked + (columns[min(ql, TILE_W - 1) * V + s * DIL_W],)
+        shifted = shifted + (_stack(picked, BLOCK_C, OUT_PAD),)
+    updated = ()
+    for k in tl.static_range(R):
+        if k < R - 1:
+            acc = pending[k]
+        else:
+            acc = zero
+        if k >= FIRST and k <= LAST:
+            for s in tl.static_range(S):
+                acc += shifted[s] * taps[(R - 1 - k) * S + s]
+        updated = updated + (acc,)
+    return updated
+
+
+@triton.jit
+def _finish(slots, p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
+            ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    """Slot 0 (output row ``p``, complete) through the fused epilogue (common.epilogue_at's
+    order: + bias, + residual, activation) into the output."""
+    ok = q_ok & (p < P)
+    out = slots[0] + bias
+    if HAS_RESIDUAL:
+        out += tl.load(res_tile + p * stride_rp, mask=ok, other=0.0).to(tl.float32)
+    out = apply_activation(out, ACTIVATION, alpha, beta)
+    tl.store(out_tile + p * stride_op, out.to(OUT_DTYPE), mask=ok)
+
+
+@triton.jit
+def _drop_first(slots, R: tl.constexpr):
+    """Slots 1..R-1: the window one input row further down."""
+    rest = ()
+    for k in tl.static_range(1, R):
+        rest = rest + (slots[k],)
+    return rest
