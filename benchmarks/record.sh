@@ -25,6 +25,8 @@
 #   bash benchmarks/record.sh banded-record  seed003 (fp16 NHWC, strict fp32 NCHW) and the depthwise suite, tuned
 #   bash benchmarks/record.sh rows       depthwise_rows: its GPU tests, the depthwise suite tuned, seed003,
 #                                        benchmarks/probe.py rows, verify's random cases
+#   bash benchmarks/record.sh window     depthwise_window: its GPU tests, verify --algo depthwise_window, the
+#                                        depthwise suite (heuristics, no tuning cache)
 #   bash benchmarks/record.sh halo       depthwise_halo: its GPU tests (and the suites it broke once), the
 #                                        depthwise suite (heuristics, tuned), verify's random cases
 #   bash benchmarks/record.sh dw-bwd     the depthwise backward: its GPU tests, depthwise dgrad and wgrad
@@ -270,6 +272,18 @@ halo)
     TAILN=8 step verify 90 python -m tileconv verify --cases 300 --seed ${SEED:-13} --device cuda --jobs 14 --json "$R/verify.json"
     save
     ;;
+window)
+    TAILN=4 step tests-window 200 python -m pytest -q -p no:cacheprovider -n 8 -W ignore -rf \
+        -k "${TESTS:-depthwise_window or respect or heuristics or race}" \
+        tests/test_conv2d.py tests/test_tuning.py tests/test_call_plans.py tests/test_sass.py
+    save
+    TAILN=8 step verify-window "${VERIFY_S:-200}" python -m tileconv verify --cases "${CASES:-150}" --seed "${SEED:-25}" \
+        --algo depthwise_window --device cuda --jobs 14 --json "$R/verify-window.json"
+    save
+    TAILN=24 step dw-heuristics 150 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json" \
+        --plot "$R/depthwise-heuristics.png"
+    save
+    ;;
 banded)
     # The banded kernels written without a GPU (session 9): dense_toeplitz (few input channels)
     # and depthwise_plane (7x7 planes). Their GPU tests, then each probe: every candidate
@@ -358,7 +372,7 @@ models)
     done
     ;;
 *)
-    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|banded|banded-record|rows|model|models" >&2
+    echo "usage: bash benchmarks/record.sh check|verify|forward|precision|fp32|nchw|training|ddp|tma|r50|direct|window|halo|banded|banded-record|rows|model|models" >&2
     exit 2
     ;;
 esac
