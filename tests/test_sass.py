@@ -148,3 +148,27 @@ print(json.dumps(rows))
     assert child.returncode == 0, child.stderr[-3000:]
     for c, copies, wide in json.loads(child.stdout.strip().splitlines()[-1]):
         assert copies > 0 and copies == wide, f"C = {c}: {wide} of {copies} copies 16 bytes wide"
+
+
+def test_depthwise_window_compiles_its_one_column_and_one_tap_forms():
+    """depthwise_window splits a row into columns and joins an output row back by halving; a
+    1-wide tile, a 1-column window or a one-tap filter is the no-halving branch, which the
+    interpreter ran but the compiler refused (both branches' return types were checked: 27 of
+    verify's 150 random cases failed on the H200, session 25). Compiled for sm_90 without a
+    GPU: a 1x1 filter, a 7x1 over a 1-wide output, a 1x7, and a 3x3 on 1-column tiles."""
+    code = """
+import sys, torch
+sys.path.insert(0, "benchmarks")
+import sass
+from tileconv.kernels import LaunchConfig
+from tileconv.problem import ConvProblem
+for c, h, w, r, s, stride, pad, tile_w in ((6, 4, 33, 1, 1, (1, 1), (2, 2), 8), (6, 32, 2, 7, 1, (1, 2), (1, 0), 1),
+                                           (17, 37, 1, 1, 7, (1, 1), (0, 3), 1), (4, 10, 13, 3, 3, (1, 2), (1, 2), 1)):
+    problem = ConvProblem(1, c, h, w, c, r, s, stride=stride, padding=pad, groups=c, dtype=torch.float32)
+    counts = sass.inspect_problem(problem, "depthwise_window", LaunchConfig(max(r - 1, 3), 32, tile_w, 8, 1, 1))
+    assert counts["FFMA"] + counts.get("FMUL", 0) > 0 or r * s == 1, (c, r, s)
+print("compiled")
+"""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert child.returncode == 0 and "compiled" in child.stdout, child.stderr[-3000:]

@@ -50,19 +50,20 @@ def _columns(v, B: tl.constexpr, N: tl.constexpr):
     halved into even and odd columns, log2(N) times (register renaming where a thread holds
     its row of ``v``)."""
     if N == 1:
-        return (tl.reshape(v, [B]),)
-    parts = (v,)
-    for level in tl.static_range(N.bit_length() - 1):
-        evens = ()
-        odds = ()
-        for i in tl.static_range(len(parts)):
-            if N >> level == 2:
-                a, b = tl.split(parts[i])
-            else:
-                a, b = tl.split(tl.reshape(parts[i], [B, N >> (level + 1), 2]))
-            evens = evens + (a,)
-            odds = odds + (b,)
-        parts = evens + odds  # column c at c: the evens' halves hold c mod 2^(level+1) < 2^level
+        parts = (tl.reshape(v, [B]),)
+    else:
+        parts = (v,)
+        for level in tl.static_range(N.bit_length() - 1):
+            evens = ()
+            odds = ()
+            for i in tl.static_range(len(parts)):
+                if N >> level == 2:
+                    a, b = tl.split(parts[i])
+                else:
+                    a, b = tl.split(tl.reshape(parts[i], [B, N >> (level + 1), 2]))
+                evens = evens + (a,)
+                odds = odds + (b,)
+            parts = evens + odds  # column c at c: the evens' halves hold c mod 2^(level+1) < 2^level
     return parts
 
 
@@ -70,13 +71,14 @@ def _columns(v, B: tl.constexpr, N: tl.constexpr):
 def _stack(cols, B: tl.constexpr, N: tl.constexpr):
     """:func:`_columns` undone: a tuple of N [B] tensors as one [B, N] tensor."""
     if N == 1:
-        return tl.reshape(cols[0], [B, 1])
-    parts = cols
-    for level in tl.static_range(N.bit_length() - 1):
-        merged = ()
-        for i in tl.static_range(N >> (level + 1)):  # half the parts
-            merged = merged + (tl.reshape(tl.join(parts[i], parts[i + (N >> (level + 1))]), [B, 2 << level]),)
-        parts = merged
+        parts = (tl.reshape(cols[0], [B, 1]),)
+    else:
+        parts = cols
+        for level in tl.static_range(N.bit_length() - 1):
+            merged = ()
+            for i in tl.static_range(N >> (level + 1)):  # half the parts
+                merged = merged + (tl.reshape(tl.join(parts[i], parts[i + (N >> (level + 1))]), [B, 2 << level]),)
+            parts = merged
     return parts[0]
 
 
