@@ -92,16 +92,6 @@ def _input_row(x_win, ih, H, stride_xh, win_ok):
 # The channel strides are not specialised: were a unit channel stride known, Triton would lay
 # a row's [channels, columns] loads and stores out several channels a thread (its coalescing
 # rule) and shuffle them through shared memory into the one-channel-a-thread tiles.
-@triton.jit
-def _input_row(x_win, ih, H, stride_xh, win_ok):
-    """Input row ``ih`` of the window as stored, zeros outside the input."""
-    row_ok = ih.to(tl.uint32, bitcast=True) < H.to(tl.uint32)  # one compare: a negative row wraps past H
-    return tl.load(x_win + ih * stride_xh, mask=win_ok & row_ok, other=0.0)
-
-
-# The channel strides are not specialised: were a unit channel stride known, Triton would lay
-# a row's [channels, columns] loads and stores out several channels a thread (its coalescing
-# rule) and shuffle them through shared memory into the one-channel-a-thread tiles.
 @triton.jit(do_not_specialize=["H", "W", "P", "Q", "pad_h", "pad_w", "stride_xc", "stride_wk", "stride_ok", "stride_rk"])
 def conv2d_depthwise_window_kernel(
     x_ptr,  # input [N, C, H, W] through strides (stride_xw as the constexpr X_STRIDE_W)
@@ -147,6 +137,16 @@ def conv2d_depthwise_window_kernel(
         k_idx = k_idx.to(tl.int64)
     mask_k = k_idx < K
     iw0 = q0 * V - pad_w
+    # Row, column and pixel indices stay 32-bit (the masks compare them unsigned); where offsets
+    # may pass 2**31 the strides they multiply are 64-bit.
+    col0 = iw0
+    if INT64:
+        col0 = col0.to(tl.int64)
+        stride_xh = stride_xh.to(tl.int64)
+        stride_op = stride_op.to(tl.int64)
+        stride_oq = stride_oq.to(tl.int64)
+        stride_rp = stride_rp.to(tl.int64)
+        stride_rq = stride_rq.to(tl.int64)
 
     # The filter as fp32 registers: one [BLOCK_C, TAPS_PAD] load, then a [BLOCK_C, 1] column a tap.
     t_idx = tl.arange(0, TAPS_PAD)
@@ -168,7 +168,7 @@ def conv2d_depthwise_window_kernel(
     win_ok = ((cols < WIN_W) & ((iw0 + cols).to(tl.uint32, bitcast=True) < W.to(tl.uint32)))[None, :]
     if not EVEN_K:
         win_ok = win_ok & mask_k[:, None]
-    x_win = (x_ptr + n * stride_xn + iw0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
+    x_win = (x_ptr + n * stride_xn + col0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
              + (cols * X_STRIDE_W)[None, :])
     # An output row: [BLOCK_C, OUT_PAD].
     q_idx = q0 + tl.arange(0, OUT_PAD)
