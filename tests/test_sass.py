@@ -155,7 +155,9 @@ def test_depthwise_window_compiles_its_one_column_and_one_tap_forms():
     1-wide tile, a 1-column window or a one-tap filter is the no-halving branch, which the
     interpreter ran but the compiler refused (both branches' return types were checked: 27 of
     verify's 150 random cases failed on the H200, session 25). Compiled for sm_90 without a
-    GPU: a 1x1 filter, a 7x1 over a 1-wide output, a 1x7, and a 3x3 on 1-column tiles."""
+    GPU: a 1x1 filter, a 7x1 over a 1-wide output, a 1x7, and a 3x3 on 1-column tiles; and the
+    int64 form over NCHW, whose output column stride Triton makes a constant 1 (widening that
+    stride, not the index, did not compile: the GPU's int64 cases failed)."""
     code = """
 import sys, torch
 sys.path.insert(0, "benchmarks")
@@ -167,6 +169,9 @@ for c, h, w, r, s, stride, pad, tile_w in ((6, 4, 33, 1, 1, (1, 1), (2, 2), 8), 
     problem = ConvProblem(1, c, h, w, c, r, s, stride=stride, padding=pad, groups=c, dtype=torch.float32)
     counts = sass.inspect_problem(problem, "depthwise_window", LaunchConfig(max(r - 1, 3), 32, tile_w, 8, 1, 1))
     assert counts["FFMA"] + counts.get("FMUL", 0) > 0 or r * s == 1, (c, r, s)
+for layout in ("nchw", "nhwc"):
+    problem = ConvProblem(1, 1, 40, 40, 1, 1, 1, dtype=torch.float16, layout=layout)
+    sass.inspect_problem(problem, "depthwise_window", LaunchConfig(7, 32, 7, 8, 1, 1), int64=True)
 print("compiled")
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

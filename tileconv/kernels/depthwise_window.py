@@ -83,9 +83,11 @@ def _stack(cols, B: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
-def _input_row(x_win, ih, H, stride_xh, win_ok):
+def _input_row(x_win, ih, H, stride_xh, win_ok, INT64: tl.constexpr):
     """Input row ``ih`` of the window as stored, zeros outside the input."""
     row_ok = ih.to(tl.uint32, bitcast=True) < H.to(tl.uint32)  # one compare: a negative row wraps past H
+    if INT64:
+        ih = ih.to(tl.int64)
     return tl.load(x_win + ih * stride_xh, mask=win_ok & row_ok, other=0.0)
 
 
@@ -137,16 +139,11 @@ def conv2d_depthwise_window_kernel(
         k_idx = k_idx.to(tl.int64)
     mask_k = k_idx < K
     iw0 = q0 * V - pad_w
-    # Row, column and pixel indices stay 32-bit (the masks compare them unsigned); where offsets
-    # may pass 2**31 the strides they multiply are 64-bit.
+    # Row and column indices stay 32-bit (the masks compare them unsigned); where offsets may pass
+    # 2**31 they are widened where they meet their strides (a stride may be a specialised 1).
     col0 = iw0
     if INT64:
         col0 = col0.to(tl.int64)
-        stride_xh = stride_xh.to(tl.int64)
-        stride_op = stride_op.to(tl.int64)
-        stride_oq = stride_oq.to(tl.int64)
-        stride_rp = stride_rp.to(tl.int64)
-        stride_rq = stride_rq.to(tl.int64)
 
     # The filter as fp32 registers: one [BLOCK_C, TAPS_PAD] load, then a [BLOCK_C, 1] column a tap.
     t_idx = tl.arange(0, TAPS_PAD)
@@ -173,6 +170,8 @@ def conv2d_depthwise_window_kernel(
     # An output row: [BLOCK_C, OUT_PAD].
     q_idx = q0 + tl.arange(0, OUT_PAD)
     q_ok = mask_k[:, None] & ((tl.arange(0, OUT_PAD) < TILE_W) & (q_idx < Q))[None, :]
+    if INT64:
+        q_idx = q_idx.to(tl.int64)
     out_tile = out_ptr + n * stride_on + (k_idx * stride_ok)[:, None] + (q_idx * stride_oq)[None, :]
     res_tile = res_ptr + n * stride_rn + (k_idx * stride_rk)[:, None] + (q_idx * stride_rq)[None, :]
     # Slot k of the window holds the partial sums of output row i-R+1+k (relative to p0) before
@@ -187,10 +186,10 @@ def conv2d_depthwise_window_kernel(
     # Each input row is loaded one row ahead of its multiply-adds (the loop's steps are separate
     # blocks to the scheduler, so without this every step would wait out its first load).
     ih0 = p0 - pad_h
-    ahead = _input_row(x_win, ih0, H, stride_xh, win_ok)
+    ahead = _input_row(x_win, ih0, H, stride_xh, win_ok, INT64)
     for i in tl.static_range(R - 1):  # the ramp up
         row = ahead
-        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok)
+        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok, INT64)
         pending = _feed(pending, row, taps, zero, R - 1 - i, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                         OUT_PAD)
         pending = _drop_first(pending, R)  # slot 0: a row above the strip
@@ -198,26 +197,26 @@ def conv2d_depthwise_window_kernel(
     for i0 in range(R - 1, R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP, ROWS_A_STEP):
         for j in tl.static_range(ROWS_A_STEP):
             row = ahead
-            ahead = _input_row(x_win, ih0 + i0 + j + 1, H, stride_xh, win_ok)
+            ahead = _input_row(x_win, ih0 + i0 + j + 1, H, stride_xh, win_ok, INT64)
             pending = _feed(pending, row, taps, zero, 0, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
             _finish(pending, p0 + i0 + j - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
-                    alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty)
+                    alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty, INT64)
             pending = _drop_first(pending, R)
     for j in tl.static_range(STEADY % ROWS_A_STEP):  # the steady rows a whole step does not cover
         i = R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP + j
         row = ahead
-        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok)
+        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok, INT64)
         pending = _feed(pending, row, taps, zero, 0, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
         _finish(pending, p0 + i - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
-                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty)
+                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty, INT64)
         pending = _drop_first(pending, R)
     for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e
         row = ahead
         if e < R - 2:
-            ahead = _input_row(x_win, ih0 + STRIP + e + 1, H, stride_xh, win_ok)
+            ahead = _input_row(x_win, ih0 + STRIP + e + 1, H, stride_xh, win_ok, INT64)
         pending = _feed(pending, row, taps, zero, 0, R - 2 - e, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
         _finish(pending, p0 + STRIP + e - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
-                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty)
+                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty, INT64)
         pending = _drop_first(pending, R)
 
 
@@ -251,10 +250,12 @@ def _feed(pending, row, taps, zero, FIRST: tl.constexpr, LAST: tl.constexpr, R: 
 
 @triton.jit
 def _finish(slots, p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
-            ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, OUT_DTYPE: tl.constexpr):
+            ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, OUT_DTYPE: tl.constexpr, INT64: tl.constexpr):
     """Slot 0 (output row ``p``, complete) through the fused epilogue (common.epilogue_at's
     order: + bias, + residual, activation) into the output."""
     ok = q_ok & (p < P)
+    if INT64:
+        p = p.to(tl.int64)
     out = slots[0] + bias
     if HAS_RESIDUAL:
         out += tl.load(res_tile + p * stride_rp, mask=ok, other=0.0).to(tl.float32)
