@@ -29,7 +29,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="all")
     ap.add_argument("--json")
-    ap.add_argument("--max-regs", default="0", help="comma-separated register caps to race (0: ptxas's choice)")
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
@@ -55,8 +54,7 @@ def main():
                        for nw in warps[-1:]]
         else:
             configs += [depthwise_window_config(p, rows_a_step=4)]
-        for config, cap in [(c, int(m)) for c in dict.fromkeys(configs) for m in args.max_regs.split(",")]:
-            launch.WINDOW_MAX_REGS = cap or None
+        for config in dict.fromkeys(configs):
             out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 
             def run(out=out, p=p, i=i, config=config):
@@ -68,10 +66,10 @@ def main():
             ok = compare(out, ref.double(), tolerance(p, p.r * p.s)).ok
             t = _graph_us(run)
             regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
-            print(f"    window {config} cap {cap}: {t:6.1f} us {t_ref / t:4.2f}x "
+            print(f"    window {config}: {t:6.1f} us {t_ref / t:4.2f}x "
                   f"(auto {t_auto / t:4.2f}x) regs {regs} spills {spills} first call {first:4.1f} s ok {ok}",
                   flush=True)
-            entry = {"config": config.to_dict(), "max_regs": cap, "us": t, "ok": ok, "regs": regs,
+            entry = {"config": config.to_dict(), "us": t, "ok": ok, "regs": regs,
                      "spills": spills, "first_call_s": first}
             rec["window"].append(entry)
         records.append(rec)

@@ -118,13 +118,13 @@ def conv2d_depthwise_window_kernel(
     TILE_W: tl.constexpr,  # output columns a program (any number)
     ROWS_A_STEP: tl.constexpr,  # input rows a loop step (unrolled)
     BLOCK_C: tl.constexpr,  # channels a program (32 * num_warps: one a thread)
-    WIN_PAD: tl.constexpr,  # the window's input columns, (TILE_W-1)*V + (S-1)*DIL_W + 1, to a power of two
+    WIN_W: tl.constexpr,  # the input columns the tile reads: (TILE_W-1)*V + (S-1)*DIL_W + 1 (launch.window)
+    WIN_PAD: tl.constexpr,  # WIN_W to a power of two
     OUT_PAD: tl.constexpr,  # TILE_W to a power of two
     TAPS_PAD: tl.constexpr,  # R * S to a power of two
     EVEN_K: tl.constexpr,  # K a multiple of BLOCK_C: no channel masks on the input rows
     INT64: tl.constexpr,
 ):
-    WIN_W: tl.constexpr = (TILE_W - 1) * V + (S - 1) * DIL_W + 1  # input columns the tile reads
     # One axis over (image, strip, tile column), columns fastest: neighbouring programs share
     # input rows in L2.
     pid = tl.program_id(0)
@@ -187,37 +187,53 @@ def conv2d_depthwise_window_kernel(
     # blocks to the scheduler, so without this every step would wait out its first load).
     ih0 = p0 - pad_h
     ahead = _input_row(x_win, ih0, H, stride_xh, win_ok, INT64)
-    for i in tl.static_range(R - 1):  # the ramp up
-        row = ahead
-        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok, INT64)
-        pending = _feed(pending, row, taps, zero, R - 1 - i, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
-                        OUT_PAD)
-        pending = _drop_first(pending, R)  # slot 0: a row above the strip
+    for i in tl.static_range(R - 1):  # the ramp up: slot 0 is a row above the strip, not stored
+        pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, R - 1 - i, R - 1, True, False,
+                               x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                               OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     STEADY: tl.constexpr = STRIP - R + 1  # input rows R-1 .. STRIP-1
     for i0 in range(R - 1, R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP, ROWS_A_STEP):
         for j in tl.static_range(ROWS_A_STEP):
-            row = ahead
-            ahead = _input_row(x_win, ih0 + i0 + j + 1, H, stride_xh, win_ok, INT64)
-            pending = _feed(pending, row, taps, zero, 0, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
-            _finish(pending, p0 + i0 + j - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
-                    alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty, INT64)
-            pending = _drop_first(pending, R)
+            pending, ahead = _step(pending, ahead, ih0 + i0 + j + 1, p0 + i0 + j - R + 1, 0, R - 1, True, True,
+                                   x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                                   stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                                   OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for j in tl.static_range(STEADY % ROWS_A_STEP):  # the steady rows a whole step does not cover
         i = R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP + j
-        row = ahead
-        ahead = _input_row(x_win, ih0 + i + 1, H, stride_xh, win_ok, INT64)
-        pending = _feed(pending, row, taps, zero, 0, R - 1, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
-        _finish(pending, p0 + i - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
-                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty, INT64)
-        pending = _drop_first(pending, R)
-    for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e
-        row = ahead
-        if e < R - 2:
-            ahead = _input_row(x_win, ih0 + STRIP + e + 1, H, stride_xh, win_ok, INT64)
-        pending = _feed(pending, row, taps, zero, 0, R - 2 - e, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
-        _finish(pending, p0 + STRIP + e - R + 1, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp,
-                alpha, beta, ACTIVATION, HAS_RESIDUAL, out_ptr.dtype.element_ty, INT64)
-        pending = _drop_first(pending, R)
+        pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, 0, R - 1, True, True,
+                               x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                               OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
+    for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e, nothing left to load after it
+        pending, ahead = _step(pending, ahead, ih0 + STRIP + e + 1, p0 + STRIP + e - R + 1, 0, R - 2 - e, e < R - 2,
+                               True, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                               OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
+
+
+@triton.jit
+def _step(pending, row, ih_next, p, FIRST: tl.constexpr, LAST: tl.constexpr, LOAD_NEXT: tl.constexpr,
+          STORE: tl.constexpr, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+          stride_op, stride_rp, alpha, beta, R: tl.constexpr, S: tl.constexpr, V: tl.constexpr, DIL_W: tl.constexpr,
+          TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr, OUT_PAD: tl.constexpr,
+          ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, INT64: tl.constexpr):
+    """One input row of the strip: input row ``ih_next`` loaded ahead (if LOAD_NEXT), ``row``
+    added into window slots FIRST..LAST (:func:`_feed`), slot 0 (output row ``p``, complete)
+    through the epilogue into the output (if STORE). Returns the R-1 slots left and the row
+    loaded ahead."""
+    if LOAD_NEXT:
+        ahead = _input_row(x_win, ih_next, H, stride_xh, win_ok, INT64)
+    else:
+        ahead = row
+    slots = _feed(pending, row, taps, zero, FIRST, LAST, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
+    if STORE:
+        _finish(slots[0], p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
+                ACTIVATION, HAS_RESIDUAL, out_tile.dtype.element_ty, INT64)
+    rest = ()  # the window one input row further down
+    for k in tl.static_range(1, R):
+        rest = rest + (slots[k],)
+    return rest, ahead
 
 
 @triton.jit
@@ -249,24 +265,15 @@ def _feed(pending, row, taps, zero, FIRST: tl.constexpr, LAST: tl.constexpr, R: 
 
 
 @triton.jit
-def _finish(slots, p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
+def _finish(acc, p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
             ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, OUT_DTYPE: tl.constexpr, INT64: tl.constexpr):
-    """Slot 0 (output row ``p``, complete) through the fused epilogue (common.epilogue_at's
+    """Output row ``p`` (``acc``, complete) through the fused epilogue (common.epilogue_at's
     order: + bias, + residual, activation) into the output."""
     ok = q_ok & (p < P)
     if INT64:
         p = p.to(tl.int64)
-    out = slots[0] + bias
+    out = acc + bias
     if HAS_RESIDUAL:
         out += tl.load(res_tile + p * stride_rp, mask=ok, other=0.0).to(tl.float32)
     out = apply_activation(out, ACTIVATION, alpha, beta)
     tl.store(out_tile + p * stride_op, out.to(OUT_DTYPE), mask=ok)
-
-
-@triton.jit
-def _drop_first(slots, R: tl.constexpr):
-    """Slots 1..R-1: the window one input row further down."""
-    rest = ()
-    for k in tl.static_range(1, R):
-        rest = rest + (slots[k],)
-    return rest

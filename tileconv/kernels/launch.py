@@ -970,8 +970,6 @@ def launch_depthwise_halo(
 # of at most this many multiply-adds a thread.
 MAX_WINDOW_TAPS = 49
 MAX_WINDOW_STEP_MULTIPLY_ADDS = 4 * 8 * 49
-# Registers a thread for depthwise_window (None: ptxas's choice).
-WINDOW_MAX_REGS: int | None = None
 
 
 @dataclass(frozen=True)
@@ -1043,6 +1041,7 @@ def launch_depthwise_window(
     weight = channel_minor_weight(weight)  # one vector of K weights a tap
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     xs = kernel_strides(x)
+    win_w = window(tiling.tile_w, problem.stride[1], problem.s, problem.dilation[1])
     grid = (problem.n * cdiv(problem.out_h, tiling.strip) * cdiv(problem.out_w, tiling.tile_w),
             cdiv(problem.k, tiling.block_c))
     return launch(conv2d_depthwise_window_kernel, grid,
@@ -1052,10 +1051,9 @@ def launch_depthwise_window(
         X_STRIDE_W=xs[3], W_STRIDE_R=weight.stride(2), W_STRIDE_S=weight.stride(3), R=problem.r, S=problem.s,
         V=problem.stride[1], DIL_W=problem.dilation[1], MULTIPLIER=problem.k // problem.c, **epilogue,
         STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
-        WIN_PAD=pow2_at_least(window(tiling.tile_w, problem.stride[1], problem.s, problem.dilation[1])),
+        WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
         OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
         EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
-        **({"maxnreg": WINDOW_MAX_REGS} if WINDOW_MAX_REGS else {}),
     )
 
 
