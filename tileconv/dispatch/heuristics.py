@@ -482,16 +482,17 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
 def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile_w: int | None = None,
                             num_warps: int | None = None, rows_a_step: int = 1) -> LaunchConfig:
     """depthwise_window's tile: a strip of ``block_m`` output rows (default: 7, or the output's
-    height if smaller, and at least R - 1) by ``block_k`` columns (default: 7 on outputs 14
-    wide and more, else 4, at most the width), ``rows_a_step`` input rows a loop step
-    (``num_stages``), one channel a thread over ``num_warps`` warps (default: the most of 1, 2,
-    4 whose 32-channel blocks divide K, else 1). The defaults won or tied on all four ConvNeXt
-    7x7 rows on an H200 (session 25: strips of 7 and 14, 4, 7 and 8 columns, 1 and 2 rows a
-    step raced; see choose_algorithm)."""
+    height if smaller, and at least R - 1) by ``block_k`` columns (default: 7, at most the
+    width), ``rows_a_step`` input rows a loop step (``num_stages``), one channel a thread over
+    ``num_warps`` warps (default: the most of 1, 2, 4 whose 32-channel blocks divide K, else 1).
+    The defaults won or tied on all four ConvNeXt 7x7 rows on an H200 (session 25: strips of 7
+    and 14, 4, 7 and 8 columns, 1 and 2 rows a step raced; see choose_algorithm); on 7-wide
+    outputs 4 columns won until the ramps skipped their padding rows (session 26: c768 hw7 11.7
+    us on 7 columns against 12.8 on 4)."""
     if strip is None:
         strip = max(min(7, problem.out_h), problem.r - 1)
     if tile_w is None:
-        tile_w = min(7 if problem.out_w >= 14 else 4, problem.out_w)
+        tile_w = min(7, problem.out_w)
     if num_warps is None:
         num_warps = max(w for w in (1, 2, 4) if w == 1 or problem.k % (32 * w) == 0)
     return LaunchConfig(block_m=strip, block_n=32 * num_warps, block_k=tile_w, num_warps=num_warps,

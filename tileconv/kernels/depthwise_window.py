@@ -20,7 +20,8 @@ so every loaded value feeds R*S multiply-adds without another load or conversion
 the partial sums of the R output rows in flight (plus the filter and two input rows) are
 live: R * TILE_W accumulators a thread. The first and last R - 1 input rows of a strip (its
 ramps, unrolled) add only into the output rows inside it: no multiply-add is spent on rows
-another strip computes. In between, a loop step takes ``ROWS_A_STEP`` input rows, unrolled
+another strip computes, and a ramp row outside the input (the top strip's first rows, the
+bottom strip's last: padding) branches past its multiply-adds. In between, a loop step takes ``ROWS_A_STEP`` input rows, unrolled
 (the shifts between the rows' partial sums are register renaming inside a step; the R - 1
 carried ones move once a step). Each input row is loaded a row ahead of its multiply-adds.
 The columns are split out of a row, and an output row put back together, by halving
@@ -123,6 +124,7 @@ def conv2d_depthwise_window_kernel(
     OUT_PAD: tl.constexpr,  # TILE_W to a power of two
     TAPS_PAD: tl.constexpr,  # R * S to a power of two
     EVEN_K: tl.constexpr,  # K a multiple of BLOCK_C: no channel masks on the input rows
+    SKIP_PADDING: tl.constexpr,  # a ramp row outside the input (zeros) branches past its multiply-adds
     INT64: tl.constexpr,
 ):
     # One axis over (image, strip, tile column), columns fastest: neighbouring programs share
@@ -189,44 +191,52 @@ def conv2d_depthwise_window_kernel(
     ahead = _input_row(x_win, ih0, H, stride_xh, win_ok, INT64)
     for i in tl.static_range(R - 1):  # the ramp up: slot 0 is a row above the strip, not stored
         pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, R - 1 - i, R - 1, True, False,
-                               x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               SKIP_PADDING, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     STEADY: tl.constexpr = STRIP - R + 1  # input rows R-1 .. STRIP-1
     for i0 in range(R - 1, R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP, ROWS_A_STEP):
         for j in tl.static_range(ROWS_A_STEP):
             pending, ahead = _step(pending, ahead, ih0 + i0 + j + 1, p0 + i0 + j - R + 1, 0, R - 1, True, True,
-                                   x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                                   False, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                    stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                    OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for j in tl.static_range(STEADY % ROWS_A_STEP):  # the steady rows a whole step does not cover
         i = R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP + j
-        pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, 0, R - 1, True, True,
+        pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, 0, R - 1, True, True, False,
                                x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e, nothing left to load after it
         pending, ahead = _step(pending, ahead, ih0 + STRIP + e + 1, p0 + STRIP + e - R + 1, 0, R - 2 - e, e < R - 2,
-                               True, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               True, SKIP_PADDING, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
 
 
 @triton.jit
 def _step(pending, row, ih_next, p, FIRST: tl.constexpr, LAST: tl.constexpr, LOAD_NEXT: tl.constexpr,
-          STORE: tl.constexpr, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+          STORE: tl.constexpr, SKIP: tl.constexpr, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
           stride_op, stride_rp, alpha, beta, R: tl.constexpr, S: tl.constexpr, V: tl.constexpr, DIL_W: tl.constexpr,
           TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr, OUT_PAD: tl.constexpr,
           ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, INT64: tl.constexpr):
     """One input row of the strip: input row ``ih_next`` loaded ahead (if LOAD_NEXT), ``row``
     added into window slots FIRST..LAST (:func:`_feed`), slot 0 (output row ``p``, complete)
-    through the epilogue into the output (if STORE). Returns the R-1 slots left and the row
-    loaded ahead."""
+    through the epilogue into the output (if STORE). Where SKIP, ``row`` (input row
+    ``ih_next - 1``) branches past its multiply-adds if it lies outside the input (it is zeros):
+    the ramps' padding rows, a quarter of a 7x7 tile's multiply-adds on a 7x7 image. Returns
+    the R-1 slots left and the row loaded ahead."""
     if LOAD_NEXT:
         ahead = _input_row(x_win, ih_next, H, stride_xh, win_ok, INT64)
     else:
         ahead = row
-    slots = _feed(pending, row, taps, zero, FIRST, LAST, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
+    if SKIP:
+        if (ih_next - 1).to(tl.uint32, bitcast=True) < H.to(tl.uint32):
+            slots = _feed(pending, row, taps, zero, FIRST, LAST, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
+        else:
+            slots = pending + (zero,)  # slot R-1 starts from zero
+    else:
+        slots = _feed(pending, row, taps, zero, FIRST, LAST, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
     if STORE:
         _finish(slots[0], p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
                 ACTIVATION, HAS_RESIDUAL, out_tile.dtype.element_ty, INT64)
