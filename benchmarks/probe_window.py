@@ -4,7 +4,7 @@ depthwise suite's stride-1 rows up to 7x7, several tiles and warp counts each, C
 with L2 cleared, every output checked against float32 F.conv2d. Prints each kernel's
 registers and spills and its first call's seconds (the compile).
 
-    python3 benchmarks/probe_window.py [--rows 3|7|all] [--strips 7 14] [--ahead 1 3] [--no-skip 0|1] [--json OUT.json]
+    python3 benchmarks/probe_window.py [--rows 3|7|all] [--strips 7 14] [--steps 1 2] [--no-skip 0|1] [--json OUT.json]
 """
 import argparse
 import json
@@ -29,7 +29,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="all")
     ap.add_argument("--json")
-    ap.add_argument("--ahead", type=int, nargs="+", default=[1, 3], help="input rows in flight raced")
+    ap.add_argument("--steps", type=int, nargs="+", default=[1], help="input rows a loop step raced")
     ap.add_argument("--strips", type=int, nargs="+", default=[7, 14], help="strip heights raced")
     ap.add_argument("--no-skip", type=int, default=1,
                     help="1: the default tile also without skipping the ramps' rows outside the input")
@@ -53,11 +53,11 @@ def main():
         configs = [default]
         warps = sorted({1, default.num_warps})
         if p.r > 3:
-            configs = [depthwise_window_config(p, min(strip, p.out_h), min(width, p.out_w), nw, ahead)
+            configs = [depthwise_window_config(p, min(strip, p.out_h), min(width, p.out_w), nw, step)
                        for strip in args.strips for width in (4, 8 if p.out_w % 7 else 7)
-                       for ahead in args.ahead for nw in warps[-1:]]
+                       for step in args.steps for nw in warps[-1:]]
         else:
-            configs += [depthwise_window_config(p, rows_ahead=2)]
+            configs += [depthwise_window_config(p, rows_a_step=4)]
         # The default tile once more with the ramps' rows outside the input multiplied through
         # (what skipping them gains).
         variants = [(c, True) for c in dict.fromkeys(configs)] + [(default, False)] * args.no_skip
