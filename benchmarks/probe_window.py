@@ -4,7 +4,7 @@ depthwise suite's stride-1 rows up to 7x7, several tiles and warp counts each, C
 with L2 cleared, every output checked against float32 F.conv2d. Prints each kernel's
 registers and spills and its first call's seconds (the compile).
 
-    python3 benchmarks/probe_window.py [--rows 3|7|all] [--strips 7 14] [--steps 1 2] [--no-skip 0|1] [--json OUT.json]
+    python3 benchmarks/probe_window.py [--rows 3|7|all] [--strips 7 14] [--steps 1 2] [--json OUT.json]
 """
 import argparse
 import json
@@ -31,8 +31,6 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--steps", type=int, nargs="+", default=[1], help="input rows a loop step raced")
     ap.add_argument("--strips", type=int, nargs="+", default=[7, 14], help="strip heights raced")
-    ap.add_argument("--no-skip", type=int, default=1,
-                    help="1: the default tile also without skipping the ramps' rows outside the input")
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
@@ -58,12 +56,8 @@ def main():
                        for step in args.steps for nw in warps[-1:]]
         else:
             configs += [depthwise_window_config(p, rows_a_step=4)]
-        # The default tile once more with the ramps' rows outside the input multiplied through
-        # (what skipping them gains).
-        variants = [(c, True) for c in dict.fromkeys(configs)] + [(default, False)] * args.no_skip
-        for config, skip in variants:
+        for config in dict.fromkeys(configs):
             out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
-            launch.WINDOW_SKIP_PADDING = skip
 
             def run(out=out, p=p, i=i, config=config):
                 return launch.launch_depthwise_window(p, i.x, i.weight, None, None, out, config)
@@ -73,12 +67,11 @@ def main():
             first = time.perf_counter() - start
             ok = compare(out, ref.double(), tolerance(p, p.r * p.s)).ok
             t = _graph_us(run)
-            launch.WINDOW_SKIP_PADDING = True
             regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
-            print(f"    window {config}{'' if skip else ' no skip'}: {t:6.1f} us {t_ref / t:4.2f}x "
+            print(f"    window {config}: {t:6.1f} us {t_ref / t:4.2f}x "
                   f"(auto {t_auto / t:4.2f}x) regs {regs} spills {spills} first call {first:4.1f} s ok {ok}",
                   flush=True)
-            entry = {"config": config.to_dict(), "skip_padding": skip, "us": t, "ok": ok, "regs": regs,
+            entry = {"config": config.to_dict(), "us": t, "ok": ok, "regs": regs,
                      "spills": spills, "first_call_s": first}
             rec["window"].append(entry)
         records.append(rec)

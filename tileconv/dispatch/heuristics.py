@@ -103,7 +103,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # depthwise_window (input rows streamed through registers, one channel a thread), stride 1,
         # filters of more than 25 taps (session 25, H200, fp16 NHWC batch 32, benchmarks/
         # probe_window.py, CUDA-graph replays beside cuDNN and the heuristics' halo kernel): the
-        # four ConvNeXt 7x7 rows at strips of 7 rows, 7 columns (4 on a 7-wide output): c96 hw56
+        # four ConvNeXt 7x7 rows at strips of 7 rows, 7 columns (then 4 on a 7-wide output; 7 since
+        # session 26's skip of the ramps' padding rows, see depthwise_window_config): c96 hw56
         # 41.8 us against the halo's 44.7 (cuDNN 73.4), c192 hw28 23.6 / 31.8 (46.4), c384 hw14
         # 14.7 / 19.4 (26.6), c768 hw7 11.6 / 14.4 (21.4). It lost every stride-1 3x3 row to the
         # halo kernel (c384 hw14 17.4 against 10.5 us): the taps there are too few to pay for

@@ -21,11 +21,12 @@ the partial sums of the R output rows in flight (plus the filter and two input r
 live: R * TILE_W accumulators a thread. The first and last R - 1 input rows of a strip (its
 ramps, unrolled) add only into the output rows inside it: no multiply-add is spent on rows
 another strip computes, and a ramp row outside the input (the top strip's first rows, the
-bottom strip's last: padding) branches past its multiply-adds. In between, a loop step takes ``ROWS_A_STEP`` input rows, unrolled
-(the shifts between the rows' partial sums are register renaming inside a step; the R - 1
-carried ones move once a step). Each input row is loaded a row ahead of its multiply-adds.
-The columns are split out of a row, and an output row put back together, by halving
-(tl.split / tl.join: register renaming, each thread holding its channel's whole row).
+bottom strip's last: padding) branches past its multiply-adds. In between, a loop step takes
+``ROWS_A_STEP`` input rows, unrolled (the shifts between the rows' partial sums are register
+renaming inside a step; the R - 1 carried ones move once a step). Each input row is loaded a
+row ahead of its multiply-adds. The columns are split out of a row, and an output row put
+back together, by halving (tl.split / tl.join: register renaming, each thread holding its
+channel's whole row).
 
 A load's address is the row's pointer plus the column's constant offset (``X_STRIDE_W``, the
 input's column stride, is a compile-time value: the load instruction's immediate). The
@@ -84,9 +85,15 @@ def _stack(cols, B: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
+def _inside(i, n):
+    """0 <= i < n in one compare: a negative ``i`` wraps past ``n`` unsigned."""
+    return i.to(tl.uint32, bitcast=True) < n.to(tl.uint32)
+
+
+@triton.jit
 def _input_row(x_win, ih, H, stride_xh, win_ok, INT64: tl.constexpr):
     """Input row ``ih`` of the window as stored, zeros outside the input."""
-    row_ok = ih.to(tl.uint32, bitcast=True) < H.to(tl.uint32)  # one compare: a negative row wraps past H
+    row_ok = _inside(ih, H)
     if INT64:
         ih = ih.to(tl.int64)
     return tl.load(x_win + ih * stride_xh, mask=win_ok & row_ok, other=0.0)
@@ -124,7 +131,6 @@ def conv2d_depthwise_window_kernel(
     OUT_PAD: tl.constexpr,  # TILE_W to a power of two
     TAPS_PAD: tl.constexpr,  # R * S to a power of two
     EVEN_K: tl.constexpr,  # K a multiple of BLOCK_C: no channel masks on the input rows
-    SKIP_PADDING: tl.constexpr,  # a ramp row outside the input (zeros) branches past its multiply-adds
     INT64: tl.constexpr,
 ):
     # One axis over (image, strip, tile column), columns fastest: neighbouring programs share
@@ -164,7 +170,7 @@ def conv2d_depthwise_window_kernel(
     # Inside the input: one unsigned compare a column (negative coordinates wrap past W), one a
     # row; the channels' mask only where K is not a whole number of blocks.
     cols = tl.arange(0, WIN_PAD)
-    win_ok = ((cols < WIN_W) & ((iw0 + cols).to(tl.uint32, bitcast=True) < W.to(tl.uint32)))[None, :]
+    win_ok = ((cols < WIN_W) & _inside(iw0 + cols, W))[None, :]
     if not EVEN_K:
         win_ok = win_ok & mask_k[:, None]
     x_win = (x_ptr + n * stride_xn + col0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
@@ -190,16 +196,16 @@ def conv2d_depthwise_window_kernel(
     ih0 = p0 - pad_h
     ahead = _input_row(x_win, ih0, H, stride_xh, win_ok, INT64)
     for i in tl.static_range(R - 1):  # the ramp up: slot 0 is a row above the strip, not stored
-        pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, R - 1 - i, R - 1, True, False,
-                               SKIP_PADDING, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
+        pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, R - 1 - i, R - 1, True, False, True,
+                               x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     STEADY: tl.constexpr = STRIP - R + 1  # input rows R-1 .. STRIP-1
     for i0 in range(R - 1, R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP, ROWS_A_STEP):
         for j in tl.static_range(ROWS_A_STEP):
             pending, ahead = _step(pending, ahead, ih0 + i0 + j + 1, p0 + i0 + j - R + 1, 0, R - 1, True, True,
-                                   False, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
-                                   stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                                   False, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok,
+                                   bias, stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                    OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for j in tl.static_range(STEADY % ROWS_A_STEP):  # the steady rows a whole step does not cover
         i = R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP + j
@@ -209,29 +215,30 @@ def conv2d_depthwise_window_kernel(
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e, nothing left to load after it
         pending, ahead = _step(pending, ahead, ih0 + STRIP + e + 1, p0 + STRIP + e - R + 1, 0, R - 2 - e, e < R - 2,
-                               True, SKIP_PADDING, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
-                               stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
+                               True, True, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok,
+                               bias, stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
 
 
 @triton.jit
 def _step(pending, row, ih_next, p, FIRST: tl.constexpr, LAST: tl.constexpr, LOAD_NEXT: tl.constexpr,
-          STORE: tl.constexpr, SKIP: tl.constexpr, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok, bias,
-          stride_op, stride_rp, alpha, beta, R: tl.constexpr, S: tl.constexpr, V: tl.constexpr, DIL_W: tl.constexpr,
-          TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr, OUT_PAD: tl.constexpr,
-          ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, INT64: tl.constexpr):
+          STORE: tl.constexpr, SKIP: tl.constexpr, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile,
+          q_ok, bias, stride_op, stride_rp, alpha, beta, R: tl.constexpr, S: tl.constexpr, V: tl.constexpr,
+          DIL_W: tl.constexpr, TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr,
+          OUT_PAD: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, INT64: tl.constexpr):
     """One input row of the strip: input row ``ih_next`` loaded ahead (if LOAD_NEXT), ``row``
     added into window slots FIRST..LAST (:func:`_feed`), slot 0 (output row ``p``, complete)
-    through the epilogue into the output (if STORE). Where SKIP, ``row`` (input row
+    through the epilogue into the output (if STORE). Where SKIP (the ramps), ``row`` (input row
     ``ih_next - 1``) branches past its multiply-adds if it lies outside the input (it is zeros):
-    the ramps' padding rows, a quarter of a 7x7 tile's multiply-adds on a 7x7 image. Returns
-    the R-1 slots left and the row loaded ahead."""
+    a quarter of a 7x7 tile's multiply-adds on a 7x7 image. The steady rows (inside the input
+    on the shapes measured) take no branch: the compiler hoists no load across one. Returns the
+    R-1 slots left and the row loaded ahead."""
     if LOAD_NEXT:
         ahead = _input_row(x_win, ih_next, H, stride_xh, win_ok, INT64)
     else:
         ahead = row
     if SKIP:
-        if (ih_next - 1).to(tl.uint32, bitcast=True) < H.to(tl.uint32):
+        if _inside(ih_next - 1, H):
             slots = _feed(pending, row, taps, zero, FIRST, LAST, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD, OUT_PAD)
         else:
             slots = pending + (zero,)  # slot R-1 starts from zero

@@ -970,9 +970,6 @@ def launch_depthwise_halo(
 # of at most this many multiply-adds a thread.
 MAX_WINDOW_TAPS = 49
 MAX_WINDOW_STEP_MULTIPLY_ADDS = 4 * 8 * 49
-# The ramps' rows outside the input branch past their multiply-adds (session 26, H200: 7x7 c384 hw14
-# 14.4 us against 15.1; the probe, benchmarks/probe_window.py, turns it off to compare).
-WINDOW_SKIP_PADDING = True
 
 
 @dataclass(frozen=True)
@@ -1056,8 +1053,7 @@ def launch_depthwise_window(
         STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
         WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
         OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
-        EVEN_K=problem.k % tiling.block_c == 0, SKIP_PADDING=WINDOW_SKIP_PADDING, INT64=needs_int64(problem),
-        num_warps=config.num_warps, num_stages=1,
+        EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
     )
 
 
