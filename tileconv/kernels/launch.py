@@ -23,7 +23,6 @@ from .depthwise import conv2d_depthwise_kernel
 from .depthwise_halo import conv2d_depthwise_halo_kernel
 from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
-from .depthwise_stream import conv2d_depthwise_stream_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .depthwise_window import conv2d_depthwise_window_kernel
 from .direct import conv2d_direct_kernel
@@ -1057,103 +1056,6 @@ def launch_depthwise_window(
         EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
     )
 
-
-
-# depthwise_stream: the R bands of a program's channels stay in registers for its whole walk
-# ([BLOCK_C, KW, TILE_Q] 16-bit values a filter row), and R - 1 fp32 output rows ride along.
-MAX_STREAM_ROWS = 9  # filter rows
-MAX_STREAM_REACH = 64  # input columns a tile reads (KW)
-
-
-@dataclass(frozen=True)
-class StreamTiling:
-    """depthwise_stream's tile, from a :class:`LaunchConfig`: ``group_m`` streams (the GEMM's
-    M: 16, 32 or 64) of ``block_m`` output rows (a band of one image) by ``block_k`` output
-    columns (the GEMM's N: 16 or more, a power of two) by ``block_n`` channels (the batch)."""
-
-    band_h: int
-    streams: int
-    tile_q: int
-    block_c: int
-    win_w: int
-    kw: int
-
-
-def stream_tiling(problem: ConvProblem, config: LaunchConfig) -> StreamTiling:
-    """:class:`StreamTiling` of ``config``; a ``ValueError`` naming the fields if ``config``
-    cannot describe a depthwise_stream tile of ``problem``."""
-    band_h, streams, tile_q, block_c = config.block_m, config.group_m, config.block_k, config.block_n
-    if band_h < 1:
-        raise ValueError(f"config block_m={band_h}: depthwise_stream's bands are block_m output rows, at least one")
-    if streams not in (16, 32, 64):
-        raise ValueError(f"config group_m={streams}: depthwise_stream runs 16, 32 or 64 streams a program "
-                         "(the tensor-core GEMM's M)")
-    if tile_q < 16 or tile_q & (tile_q - 1):
-        raise ValueError(f"config block_k={tile_q}: depthwise_stream's output columns are the GEMM's N: "
-                         "a power of two, at least 16")
-    if block_c < 1 or block_c & (block_c - 1):
-        raise ValueError(f"config block_n={block_c}: depthwise_stream's channels a program are a power of two")
-    win_w = window(tile_q, problem.stride[1], problem.s, problem.dilation[1])
-    kw = max(16, pow2_at_least(win_w))
-    if kw > MAX_STREAM_REACH:
-        raise ValueError(f"config block_k={tile_q}: {tile_q} output columns read {win_w} input columns, more "
-                         f"than depthwise_stream's {MAX_STREAM_REACH}")
-    return StreamTiling(band_h, streams, tile_q, block_c, win_w, kw)
-
-
-def depthwise_stream_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_depthwise_stream` cannot run ``problem`` (None if it can)."""
-    reason = depthwise_unsupported_reason(problem)
-    if reason is not None:
-        return reason
-    if problem.itemsize != 2:
-        return (f"its products run on the tensor cores in the input's 16-bit type: it needs float16 or "
-                f"bfloat16 (this one {problem.dtype_name})")
-    if problem.stride[0] != 1 or problem.dilation[0] != 1:
-        return (f"it streams input rows into the output rows they touch: it needs a row stride and row "
-                f"dilation of 1 (stride {problem.stride}, dilation {problem.dilation})")
-    if problem.r > MAX_STREAM_ROWS:
-        return (f"it holds a band a filter row in registers: filters of at most {MAX_STREAM_ROWS} rows "
-                f"(this one {problem.r}x{problem.s})")
-    if window(16, problem.stride[1], problem.s, problem.dilation[1]) > MAX_STREAM_REACH:
-        return (f"16 output columns read more than {MAX_STREAM_REACH} input columns (column stride "
-                f"{problem.stride[1]}, {problem.s} taps, dilation {problem.dilation[1]})")
-    if problem.k > MAX_GRID_Y:
-        return f"it runs a grid row per block of output channels: it needs at most {MAX_GRID_Y} of them"
-    return None
-
-
-def launch_depthwise_stream(
-    problem: ConvProblem,
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    residual: torch.Tensor | None,
-    out: torch.Tensor,
-    config: LaunchConfig,
-):
-    """Run :func:`conv2d_depthwise_stream_kernel`: programs of ``group_m`` streams (bands of
-    ``block_m`` output rows of one image) by ``block_k`` output columns by ``block_n``
-    channels, each input row a tensor-core product per filter row."""
-    reason = depthwise_stream_unsupported_reason(problem)
-    if reason is not None:
-        raise ValueError(f"depthwise_stream cannot run {problem.describe()}: {reason}")
-    tiling = stream_tiling(problem, config)
-    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    bands = cdiv(problem.out_h, tiling.band_h)
-    streams = problem.n * bands
-    grid = (cdiv(streams, tiling.streams) * cdiv(problem.out_w, tiling.tile_q), cdiv(problem.k, tiling.block_c))
-    return launch(conv2d_depthwise_stream_kernel, grid,
-        x, weight, *pointers, problem.n, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
-        problem.padding[0], problem.padding[1], bands, streams, *kernel_strides(x),
-        weight.stride(0), weight.stride(2), weight.stride(3), *epilogue_strides,
-        R=problem.r, S=problem.s, V=problem.stride[1], DIL_W=problem.dilation[1],
-        MULTIPLIER=problem.k // problem.c, **epilogue,
-        BAND_H=tiling.band_h, BLOCK_S=tiling.streams, TILE_Q=tiling.tile_q, BLOCK_C=tiling.block_c,
-        WIN_W=tiling.win_w, KW=tiling.kw, EVEN_K=problem.k % tiling.block_c == 0,
-        UPCAST_DOT=dot_constexprs(problem)["UPCAST_DOT"],
-        INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
-    )
 
 # depthwise_plane: a channel's whole input and output planes are one GEMM's reduction and N,
 # each rounded up to a power of two; past this many pixels T (hw x pq a channel) outgrows a
