@@ -44,7 +44,7 @@ OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "H
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
-           "conv2d_depthwise_halo_kernel", "conv2d_depthwise_window_kernel")
+           "conv2d_depthwise_halo_kernel", "conv2d_depthwise_window_kernel", "conv2d_grouped_halo_kernel")
 
 
 class _Recorder:
@@ -265,6 +265,7 @@ CASES = [
     ("depthwise_window", "convnext dw7x7 c96 hw56"),  # input rows streamed through registers
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
+    ("grouped_halo", "resnext g32 c128 hw56/1"),  # Gluon: staged frame rows by cp.async, taps by mma.sync
     ("im2row", "r50 stem 7x7/2"),
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
@@ -287,6 +288,7 @@ INT64_CASES = [
     ("gemm_1x1", "r50 c256 hw56 k512 1x1/2"),
     ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
+    ("grouped_halo", "resnext g32 c128 hw56/1"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),

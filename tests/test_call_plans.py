@@ -398,7 +398,7 @@ def _aten_ops(call) -> set[str]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32),
+@pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32), ("grouped_halo", 8, 32),
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
                                              ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
                                              ("tma_rows", 1, 32), ("dense_toeplitz", 1, 32), ("depthwise_rows", 32, 32),

@@ -572,6 +572,26 @@ CONFIG_CASES = [
          algo="grouped_gemm", config=LaunchConfig(16, 32, 16, 2, 4, 2)),
     Case(2, 12, 7, 9, 18, 1, 3, stride=2, padding=(0, 1), groups=6, dtype="bf16", activation="relu6",
          algo="grouped_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
+    # grouped_halo (Gluon: skipped under the interpreter): 16 groups of 4 merged 4 at a time
+    # (a 16-channel step), 64 frame rows over 9x13 frames (row tails, the last block past the
+    # image), the whole epilogue; multiplier 2 with dilation 2, uneven padding and 8 groups of
+    # 8 -> 16 merged 4 at a time (32 -> 64 channels), bf16; one group of 16 a step (nothing
+    # merged); 'same' padding of an even 4x4 filter over 8 warps and 256 rows; K/g = 2 (an
+    # 8-wide output tile).
+    Case(2, 64, 9, 11, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="grouped_halo", config=LaunchConfig(64, 16, num_warps=4)),
+    Case(3, 64, 13, 10, 128, 3, 3, padding=(2, 1), dilation=(2, 1), groups=8, dtype="bf16", layout="nhwc",
+         activation="silu", algo="grouped_halo", config=LaunchConfig(128, 32, num_warps=4)),
+    Case(2, 32, 7, 7, 32, 3, 3, padding=1, groups=2, dtype="fp16", layout="nhwc", bias=True,
+         algo="grouped_halo", config=LaunchConfig(64, 16, num_warps=4)),
+    Case(2, 64, 9, 12, 64, 4, 4, padding="same", groups=8, dtype="fp16", layout="nhwc", residual=True,
+         activation="gelu", algo="grouped_halo", config=LaunchConfig(256, 16, num_warps=8)),
+    Case(1, 16, 6, 7, 8, 3, 3, padding=1, groups=4, dtype="fp16", layout="nhwc", bias=True,
+         algo="grouped_halo", config=LaunchConfig(64, 16, num_warps=4)),
+    # ... walking programs (one an SM): 136 items of 64 frame rows over 4 merged groups, about
+    # four a program, the next one's rows copied while this one's taps run; the epilogue.
+    Case(8, 64, 32, 32, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="grouped_halo", config=LaunchConfig(64, 16, num_warps=4, persistent=1)),
     # depthwise: 4x4 pixel tiles (block_m 16, width block_k 4) over a 7x9 output (tails in
     # both), 4-channel tiles over K = 16 (multiplier 2).
     Case(2, 8, 7, 9, 16, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", bias=True, residual=True,
@@ -861,6 +881,9 @@ NONFINITE_CASES = with_each_algorithm(
      for a in NONFINITE_ACTIVATIONS]
     + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:3]]
+    # groups of 4 (grouped_halo on a GPU merges four: its redo)
+    + [Case(1, 32, 7, 9, 32, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)
+       for a in NONFINITE_ACTIVATIONS[:2]]
     # multiplier 1 and 16 bytes of channels: depthwise_halo too (on a GPU)
     + [Case(1, 8, 7, 9, 8, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:2]]

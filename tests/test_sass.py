@@ -76,6 +76,8 @@ def test_fast_paths_use_hopper_instructions():
             assert row["shared_bytes"] == 0, where
         if algorithm == "direct_rows":  # a tap's output channels one 16-byte vector of the padded weight
             assert row["LDG.128"] > 0, where
+        if algorithm == "grouped_halo":  # frame rows by 16-byte cp.async; every tap an ldmatrix + mma.sync
+            assert row["HMMA"] > 0 and row["HGMMA"] == 0 and row["LDGSTS.128"] == row["LDGSTS"] > 0, where
         if algorithm == "depthwise_halo":  # the halo by 16-byte cp.async; the taps from shared memory, no global loads
             assert row["LDGSTS.128"] > 0 and row["LDG.128"] == 0, where
         # The CUDA-core depthwise backward reads channels_last rows 16 bytes a load (with the

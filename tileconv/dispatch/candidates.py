@@ -37,6 +37,7 @@ import triton
 from .._runtime import pow2_at_least
 from ..kernels import ALGORITHMS, LaunchConfig
 from ..kernels.launch import (
+    GROUPED_HALO_MAX_SHARED_BYTES,
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
     MAX_HALO_SHARED_BYTES,
@@ -45,6 +46,7 @@ from ..kernels.launch import (
     direct_rows_block_k,
     direct_rows_pairs_rows,
     group_pack_factor,
+    grouped_halo_tiling,
     halo_tiling,
     plane_sizes,
     toeplitz_reach,
@@ -670,6 +672,20 @@ def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None 
     return list(dict.fromkeys(fitted))
 
 
+def grouped_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """grouped_halo tiles: the default, then 128 and 256 frame rows, 4 warps, the fewest groups
+    merged and (for C/g = 32) 32 channels, one item a program or 2 and 4 walking programs an SM;
+    configs past the kernel's shared-memory bound are left out."""
+    start = default_config(problem, "grouped_halo")
+    fitted = [start]
+    for block_m in (128, 256):
+        for persistent in (0, 2, 4):
+            config = replace(start, block_m=block_m, persistent=persistent)
+            if grouped_halo_tiling(problem, config).shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES:
+                fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 # Candidate generator per algorithm name. An algorithm missing here races with its
 # heuristic config only.
 GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]] = {
@@ -681,6 +697,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "implicit_gemm_ws": implicit_gemm_ws_candidates,
     "gemm_1x1_ws": gemm_1x1_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
+    "grouped_halo": grouped_halo_candidates,
     "im2row": im2row_candidates,
     "staged_nhwc": staged_nhwc_candidates,
     "depthwise": depthwise_candidates,

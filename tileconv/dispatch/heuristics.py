@@ -32,6 +32,8 @@ from ..kernels.launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_halo_smallest,
+    grouped_halo_unsupported_reason,
     halo_tiling,
     im2row_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
@@ -69,7 +71,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
-    merge into a tensor-core tile: 'grouped_gemm'. Dense with few channels on both sides:
+    merge into a tensor-core tile: 'grouped_halo' on a GPU at stride 1 (4 to 16 channels a group,
+    up to 3x3), else 'grouped_gemm'. Dense with few channels on both sides:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
     'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters: 'gemm_1x1_ws';
@@ -121,6 +124,15 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # 32.1 us against 33.3, c96 hw112/2 39.8 against 46.3, c144 hw56/1 43.0 against 50.6.
         depthwise = problem.groups == problem.c and problem.out_w >= 14 and problem.r * problem.s <= 9
         return "depthwise" if depthwise else "direct"
+    # grouped_halo (Gluon: each input pixel staged in shared memory once, the taps shifted views
+    # of it), stride 1, 4 to 16 channels a group, filters up to 3x3 (session 28, H200, fp16 NHWC
+    # batch 32, benchmarks/probe_grouped.py, CUDA-graph replays beside cuDNN): ResNeXt c128 hw56
+    # 44.4 us against grouped_gemm's 55.9 (cuDNN 60.7), c512 hw14 18.4 against implicit_gemm's
+    # 22.1 (22.8), c256 hw28 30.2 against 30.5 (36.9); it lost c1024 hw7 (32 channels a group:
+    # 33.8 against 12.8, 64-byte rows read with 4-way bank conflicts).
+    if (problem.groups > 1 and problem.stride == (1, 1) and 4 <= problem.c_per_group <= 16
+            and problem.r * problem.s <= 9 and grouped_halo_unsupported_reason(problem) is None):
+        return "grouped_halo"
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
         if group_pack_factor(problem) > 1:
             return "grouped_gemm"
@@ -335,6 +347,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _depthwise_halo_config(problem)
     if algorithm == "depthwise_window":
         return depthwise_window_config(problem)
+    if algorithm == "grouped_halo":
+        return _grouped_halo_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
@@ -498,6 +512,16 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
         num_warps = max(w for w in (1, 2, 4) if w == 1 or problem.k % (32 * w) == 0)
     return LaunchConfig(block_m=strip, block_n=32 * num_warps, block_k=tile_w, num_warps=num_warps,
                         num_stages=rows_a_step)
+
+
+def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:
+    """The fewest groups merged that fill a 16-channel step (C/g = 4: four), 128 frame rows
+    (64 where an image has fewer), 4 warps, four walking programs an SM: tuning's choice on the
+    three stride-1 ResNeXt rows it won (session 28, H200; one item a program was 1.2x-1.6x slower,
+    benchmarks/probe_grouped.py)."""
+    smallest = grouped_halo_smallest(problem)
+    frame = problem.out_h * (problem.out_w + (problem.s - 1) * problem.dilation[1])
+    return replace(smallest, block_m=128 if frame > 64 else 64, persistent=4)
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:

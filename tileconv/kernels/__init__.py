@@ -20,6 +20,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   channels_last by one transposing kernel, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
+- ``grouped_halo`` (:mod:`.grouped_halo`): Gluon (sm_80 and newer): stride-1 grouped
+  convolution with thin groups on the tensor cores, each input pixel staged in shared memory
+  once a program and every tap a shifted view of it.
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
 - ``depthwise_halo`` (:mod:`.depthwise_halo`): Gluon (sm_80 and newer): depthwise convolution
   from a shared-memory halo, each input element copied once a program, every tap read from
@@ -80,6 +83,7 @@ from .launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_halo_unsupported_reason,
     im2row_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     launch_dense_toeplitz,
@@ -95,6 +99,7 @@ from .launch import (
     launch_gemm_1x1_nchw,
     launch_gemm_1x1_ws,
     launch_grouped_gemm,
+    launch_grouped_halo,
     launch_im2row,
     launch_implicit_gemm,
     launch_implicit_gemm_ws,
@@ -187,6 +192,13 @@ ALGORITHMS: dict[str, Algorithm] = {
         "implicit GEMM over merged groups with a block-diagonal weight (thin groups)",
         launch_grouped_gemm,
         _grouped_only,
+    ),
+    "grouped_halo": Algorithm(
+        "grouped_halo",
+        "stride-1 grouped convolution, thin groups merged on the tensor cores (Gluon): each input pixel staged "
+        "in shared memory once, every tap a shifted view of it",
+        launch_grouped_halo,
+        grouped_halo_unsupported_reason,
     ),
     "depthwise": Algorithm(
         "depthwise",

@@ -21,7 +21,7 @@ class LaunchConfig:
     num_stages: int = 3
     fuse_sc: int = 0  # implicit GEMM only: 1 = reduce over (filter column, channel) jointly
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
-    persistent: int = 0  # tma_rows only: 1 = one program an SM walking the tiles (TMA-store epilogue)
+    persistent: int = 0  # tma_rows, gemm_1x1: 1 = one program an SM walking the tiles; grouped_halo: k an SM
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
 
     def to_dict(self) -> dict:
@@ -36,7 +36,7 @@ class LaunchConfig:
             f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} "
             f"w{self.num_warps} s{self.num_stages}" + (" fused-sc" if self.fuse_sc else "")
             + (f" split-k{self.split_k}" if self.split_k > 1 else "")
-            + (" persistent" if self.persistent else "")
+            + (" persistent" if self.persistent == 1 else f" persistent{self.persistent}" if self.persistent else "")
             + (" pingpong" if self.pingpong else "")
         )
 

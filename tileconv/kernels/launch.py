@@ -31,6 +31,7 @@ from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel, conv1x1_tma_persistent_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
+from .grouped_halo import conv2d_grouped_halo_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
@@ -41,6 +42,7 @@ from .weights import (
     channel_minor_weight,
     channels_last_weight,
     dense_toeplitz_weight,
+    grouped_tap_weight,
     padded_channel_minor_weight,
     plane_weight,
     toeplitz_weight,
@@ -1138,6 +1140,140 @@ def launch_grouped_gemm(
     return launch_implicit_gemm(
         merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual, out, config,
         sub_groups=(problem.c_per_group, problem.k_per_group),
+    )
+
+
+# grouped_halo: the taps are unrolled at compile time, and the staged frame rows, the filter and
+# (where groups are merged) the non-finite redo's buffer live in shared memory.
+GROUPED_HALO_MAX_TAPS = 49
+GROUPED_HALO_MAX_SHARED_BYTES = 96 * 1024
+GROUPED_HALO_CHUNK = 64  # frame rows a copy batch at least (a power of two: shared-memory views)
+# The filter's B operands (each warp holds all of them) stay in registers across a program's items
+# up to this many 32-bit registers a thread (a 3x3 of 16x16 blocks: 36), else each tap is re-read
+# from shared memory every item.
+GROUPED_HALO_WEIGHT_REGISTERS = 40
+GROUPED_HALO_WIDTHS = (16, 32)  # merged input channels a program (mma_v2's K: 16-bit operands, 16 a step)
+
+
+@dataclass(frozen=True)
+class GroupedHaloTiling:
+    """grouped_halo's tile, from a :class:`LaunchConfig`: ``block_m`` frame rows (outputs of
+    the padded frame, see :mod:`.grouped_halo`) by ``pack`` merged groups (``block_n`` input
+    channels: pack * C/g), ``rows`` frame rows staged (``block_m`` plus the taps' reach)."""
+
+    block_m: int
+    pack: int
+    cm: int
+    km: int
+    frame_width: int
+    rows: int
+    chunk: int
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """The staged rows (two buffers, and the redo's copy where groups are merged) and the filter."""
+        staged = self.rows * self.cm * problem.itemsize * (3 if self.pack > 1 else 2)
+        return staged + problem.r * problem.s * self.cm * self.km * problem.itemsize
+
+
+def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHaloTiling:
+    """:class:`GroupedHaloTiling` of ``config``; a ``ValueError`` naming the field if it cannot
+    describe a grouped_halo tile of ``problem``."""
+    c_per_group, k_per_group = problem.c_per_group, problem.k_per_group
+    if config.block_n not in GROUPED_HALO_WIDTHS or config.block_n % c_per_group:
+        raise ValueError(f"config block_n={config.block_n}: grouped_halo merges groups of C/g = {c_per_group} "
+                         f"channels into block_n input channels, one of {GROUPED_HALO_WIDTHS}")
+    pack = config.block_n // c_per_group
+    if problem.groups % pack:
+        raise ValueError(f"config block_n={config.block_n}: {pack} merged groups do not divide groups={problem.groups}")
+    lanes = 16 * config.num_warps  # mma_v2: 16 rows a warp at least
+    if config.block_m & (config.block_m - 1) or config.block_m < lanes:
+        raise ValueError(f"config block_m={config.block_m}, num_warps={config.num_warps}: grouped_halo's "
+                         "block_m is a power of two, at least 16 rows a warp")
+    frame_width = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    reach = (problem.r - 1) * problem.dilation[0] * frame_width + (problem.s - 1) * problem.dilation[1]
+    # A copy batch: at least the rows one pass of the warps' 16-byte copies covers.
+    chunk = max(GROUPED_HALO_CHUNK, 32 * config.num_warps * (16 // problem.itemsize) // config.block_n)
+    rows = cdiv(config.block_m + reach, chunk) * chunk
+    return GroupedHaloTiling(config.block_m, pack, config.block_n, pack * k_per_group, frame_width, rows, chunk)
+
+
+def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_grouped_halo` cannot run ``problem`` (None if it can)."""
+    if INTERPRET:
+        return "it is a Gluon kernel (shared memory, cp.async): it does not run under Triton's interpreter"
+    if not has_cp_async():
+        return "it is a Gluon kernel built on cp.async: it needs an NVIDIA GPU of compute capability 8.0 or newer"
+    if problem.groups == 1 or problem.c_per_group == 1:
+        return "it merges thin groups (2 to 32 channels each): it needs groups > 1 and C/g > 1 (depthwise has its own kernels)"
+    if problem.stride != (1, 1):
+        return f"its taps are shifted views of one staged frame: it needs stride 1 (stride {problem.stride})"
+    if problem.layout != "nhwc":
+        return "its copies take 16-byte channel segments: it needs channels_last"
+    if problem.itemsize != 2:
+        return "its products are mma_v2's 16-bit ones: it needs float16 or bfloat16"
+    c_per_group, k_per_group = problem.c_per_group, problem.k_per_group
+    if c_per_group > max(GROUPED_HALO_WIDTHS) or c_per_group & (c_per_group - 1):
+        return f"it merges groups into {GROUPED_HALO_WIDTHS} input channels: C/g = {c_per_group} must be a power of two up to 32"
+    if k_per_group & (k_per_group - 1):
+        return f"its output tile is K/g * merged groups wide: K/g = {k_per_group} must be a power of two"
+    if problem.r * problem.s > GROUPED_HALO_MAX_TAPS:
+        return f"its taps are unrolled at compile time: filters of at most {GROUPED_HALO_MAX_TAPS} taps"
+    try:
+        tiling = grouped_halo_tiling(problem, grouped_halo_smallest(problem))
+    except ValueError as error:
+        return str(error)
+    if tiling.km < 8 or tiling.km > 64:
+        return f"its output tile is K/g * merged groups = {tiling.km} channels: it needs 8 to 64"
+    if tiling.shared_bytes(problem) > GROUPED_HALO_MAX_SHARED_BYTES:
+        return (f"a {tiling.block_m}-row tile's staged frame ({tiling.rows} rows) and filter need more than "
+                f"{GROUPED_HALO_MAX_SHARED_BYTES // 1024} KB of shared memory (dilation {problem.dilation})")
+    return None
+
+
+def grouped_halo_smallest(problem: ConvProblem) -> LaunchConfig:
+    """grouped_halo's smallest tile for ``problem``: 64 frame rows, the fewest groups merged."""
+    width = next((w for w in GROUPED_HALO_WIDTHS if w >= problem.c_per_group and problem.groups % (w // problem.c_per_group) == 0),
+                 GROUPED_HALO_WIDTHS[-1])
+    return LaunchConfig(block_m=64, block_n=width, num_warps=4)
+
+
+def launch_grouped_halo(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_grouped_halo_kernel`: programs of ``block_m`` consecutive frame rows of
+    one image by ``block_n`` merged input channels, each staging its rows in shared memory once.
+    An input whose channels are not contiguous or whose pixel strides are not multiples of 16
+    bytes (a sliced view) is copied to channels_last first."""
+    tiling = grouped_halo_tiling(problem, config)
+    if tiling.shared_bytes(problem) > GROUPED_HALO_MAX_SHARED_BYTES:
+        raise ValueError(f"config {config}: grouped_halo's staged rows and filter need {tiling.shared_bytes(problem)} "
+                         f"bytes of shared memory, more than {GROUPED_HALO_MAX_SHARED_BYTES}")
+    if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
+        x = x.contiguous(memory_format=torch.channels_last)
+    taps = grouped_tap_weight(weight, problem.groups, tiling.pack)
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    group_blocks = problem.groups // tiling.pack
+    items = problem.n * cdiv(problem.out_h * tiling.frame_width, tiling.block_m)
+    # persistent=k: k programs an SM walk the items (each its merged group's filter loaded once,
+    # the next item's rows copied while this one's taps run); 0: one item a program.
+    walkers = cdiv(sm_count(x.device) * config.persistent, group_blocks) if config.persistent else items
+    grid = (group_blocks * max(1, min(items, walkers)),)
+    return launch(conv2d_grouped_halo_kernel, grid,
+        x, taps, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, group_blocks,
+        tiling.frame_width, items, problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3),
+        *epilogue_strides,
+        R=problem.r, S=problem.s, DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
+        SUB_C=problem.c_per_group, SUB_K=problem.k_per_group, PACK=tiling.pack, BLOCK_M=tiling.block_m,
+        ROWS=tiling.rows, CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
+        WEIGHT_REGISTERS=problem.r * problem.s * tiling.cm * tiling.km <= GROUPED_HALO_WEIGHT_REGISTERS * 32 * 2,
+        INT64=max(x.numel(), out.numel()) >= INT32_LIMIT or needs_int64(problem),
+        num_warps=config.num_warps,
     )
 
 

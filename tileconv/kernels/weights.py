@@ -84,23 +84,40 @@ def channel_minor_weight(weight: torch.Tensor) -> torch.Tensor:
     return _cached(weight, "channel_minor", lambda w: w.permute(2, 3, 1, 0).contiguous().permute(3, 2, 0, 1))
 
 
+def _block_diagonal(w: torch.Tensor, groups: int, pack: int) -> torch.Tensor:
+    """(K, C/g * pack, R, S), contiguous: see :func:`block_diagonal_weight`."""
+    k, c_per_group, r, s = w.shape
+    position = (torch.arange(k, device=w.device) // (k // groups)) % pack
+    index = position[:, None] * c_per_group + torch.arange(c_per_group, device=w.device)[None, :]
+    merged = w.new_zeros((k, c_per_group * pack, r, s))
+    merged.scatter_(1, index[:, :, None, None].expand(k, c_per_group, r, s), w)
+    return merged
+
+
 def block_diagonal_weight(weight: torch.Tensor, groups: int, pack: int) -> torch.Tensor:
-    """The (K, C/g * pack, R, S) weight of the same convolution with groups / pack groups.
+    """The (K, C/g * pack, R, S) weight of the same convolution with groups / pack groups,
+    stored channels_last.
 
     Output channel k belongs to group k // (K/g), which sits at position
     (k // (K/g)) % pack inside its merged group; its C/g filter channels go to that
     position's slice of the merged group's C/g * pack channels, zeros elsewhere.
     """
+    return _cached(weight, f"block_diagonal/{groups}/{pack}",
+                   lambda w: _block_diagonal(w, groups, pack).contiguous(memory_format=torch.channels_last))
+
+
+def grouped_tap_weight(weight: torch.Tensor, groups: int, pack: int) -> torch.Tensor:
+    """:func:`block_diagonal_weight` laid out for :mod:`tileconv.kernels.grouped_halo`: the
+    (G/pack, R, S, C/g * pack, K/g * pack) contiguous tensor whose [j, r, s] matrix is merged
+    group j's tap (r, s), input channels by output channels (one tensor-core B tile a tap)."""
 
     def build(w: torch.Tensor) -> torch.Tensor:
         k, c_per_group, r, s = w.shape
-        position = (torch.arange(k, device=w.device) // (k // groups)) % pack
-        index = position[:, None] * c_per_group + torch.arange(c_per_group, device=w.device)[None, :]
-        merged = w.new_zeros((k, c_per_group * pack, r, s))
-        merged.scatter_(1, index[:, :, None, None].expand(k, c_per_group, r, s), w)
-        return merged.contiguous(memory_format=torch.channels_last)
+        blocks = groups // pack
+        merged = _block_diagonal(w, groups, pack)  # (K, CM, R, S)
+        return merged.reshape(blocks, k // blocks, c_per_group * pack, r, s).permute(0, 3, 4, 2, 1).contiguous()
 
-    return _cached(weight, f"block_diagonal/{groups}/{pack}", build)
+    return _cached(weight, f"grouped_taps/{groups}/{pack}", build)
 
 
 def dgrad_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
