@@ -19,11 +19,18 @@ row: ``index(offset)`` gives the row at any offset, reinterpreted as a [BLOCK_M,
 anywhere). The columns q >= Q of each frame row are outputs of no pixel: computed and never
 stored ((S-1)*dil_w of every FW, 4% on a 56-wide output, 22% on a 7-wide one).
 
-The taps are ``mma_v2`` products (m16n8k16, A and B from shared memory through ldmatrix,
-fp32 accumulators): ``PACK`` groups merged into CM = PACK*C/g input and KM = PACK*K/g output
+The taps are ``mma_v2`` products (m16n8k16, A from shared memory through ldmatrix, fp32
+accumulators): ``PACK`` groups merged into CM = PACK*C/g input and KM = PACK*K/g output
 channels, the weight block-diagonal per tap ((G/PACK, R, S, CM, KM) in memory, see
-:func:`tileconv.kernels.weights.grouped_tap_weight`). The zeros cost tensor-core work, not
-bytes: the rows are bound by moving the input, and the tensor cores idle.
+:func:`tileconv.kernels.weights.grouped_tap_weight`), its B operands loaded into registers once
+a program where they fit (``WEIGHT_REGISTERS``: a 3x3 of 16x16 blocks is 36 registers a thread),
+else read from shared memory every tap. The zeros cost tensor-core work, not bytes.
+
+A program keeps one merged group and walks runs of frame rows (``persistent`` programs an SM in
+the launcher), the next run's copies in flight while this one's taps run: one run a program left
+each program waiting on its own copies (ResNeXt c128 hw56 on an H200, session 28: 60.7 us, four
+walking programs an SM 44.4). What bounds it then is shared memory (Nsight Compute: 75% of the
+L1/shared pipe; 32-byte rows give ``ldmatrix`` 2-way bank conflicts, 64-byte ones 4-way).
 
 Non-finite inputs: a zero weight times an infinite input of a *neighbouring* group is NaN, which
 the convolution does not have. A tile whose sum is not finite everywhere (rare: an input that
