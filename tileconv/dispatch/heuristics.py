@@ -32,6 +32,7 @@ from ..kernels.launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_halo_frame_width,
     grouped_halo_smallest,
     grouped_halo_unsupported_reason,
     halo_tiling,
@@ -520,7 +521,7 @@ def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:
     three stride-1 ResNeXt rows it won (session 28, H200; one item a program was 1.2x-1.6x slower,
     benchmarks/probe_grouped.py)."""
     smallest = grouped_halo_smallest(problem)
-    frame = problem.out_h * (problem.out_w + (problem.s - 1) * problem.dilation[1])
+    frame = problem.out_h * grouped_halo_frame_width(problem)
     return replace(smallest, block_m=128 if frame > 64 else 64, persistent=4)
 
 

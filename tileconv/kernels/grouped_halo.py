@@ -130,7 +130,7 @@ def conv2d_grouped_halo_kernel(
     # The copies: 16 bytes a thread, a warp's threads over a row's channels, then rows.
     TPW_C: gl.constexpr = CM // COPY_VEC
     XL: gl.constexpr = gl.BlockedLayout([1, COPY_VEC], [32 // TPW_C, TPW_C], [NUM_WARPS, 1], [1, 0])
-    TPW_K: gl.constexpr = KM // 8 if KM // 8 < 32 else 32
+    TPW_K: gl.constexpr = KM // 8  # KM <= 64: at most 8 threads along a row
     WL: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TPW_K, TPW_K], [NUM_WARPS, 1], [1, 0])
     PLANE: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # no swizzle: a view may start at any row
     ROW: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
@@ -170,9 +170,11 @@ def conv2d_grouped_halo_kernel(
         gl.thread_barrier()  # the filter's stores are in
         for t in gl.static_range(R * S):
             w_regs = w_regs + (w_taps.index(t).load(BDOT),)
+    k_out = gm * KM + gl.arange(0, KM, layout=gl.SliceLayout(0, MMA))  # this program's output channels
+    if INT64:
+        k_out = k_out.to(gl.int64)
     if HAS_BIAS:
-        k_idx = gm * KM + gl.arange(0, KM, layout=gl.SliceLayout(0, MMA))
-        bias = gl.load(bias_ptr + k_idx).to(gl.float32)
+        bias = gl.load(bias_ptr + k_out).to(gl.float32)
     if PACK > 1:
         alone = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [CHUNKS, CHUNK, CM], PLANE)
     tap_step = DIL_H * FW
@@ -220,11 +222,9 @@ def conv2d_grouped_halo_kernel(
         f = (item % blocks) * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, MMA))
         p = f // FW
         q = f % FW
-        k_out = gm * KM + gl.arange(0, KM, layout=gl.SliceLayout(0, MMA))
         if INT64:
             n = n.to(gl.int64)
             p = p.to(gl.int64)
-            k_out = k_out.to(gl.int64)
         ok = ((p < P) & (q < Q))[:, None] & (k_out >= 0)[None, :]
         if HAS_BIAS:
             acc += bias[None, :]

@@ -1175,6 +1175,12 @@ class GroupedHaloTiling:
         return staged + problem.r * problem.s * self.cm * self.km * problem.itemsize
 
 
+def grouped_halo_frame_width(problem: ConvProblem) -> int:
+    """Columns of the zero-padded input frame that grouped_halo stages, at stride 1:
+    W + pad_left + pad_right = Q + (S-1)*dil_w (an output row plus its taps' reach)."""
+    return problem.out_w + (problem.s - 1) * problem.dilation[1]
+
+
 def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHaloTiling:
     """:class:`GroupedHaloTiling` of ``config``; a ``ValueError`` naming the field if it cannot
     describe a grouped_halo tile of ``problem``."""
@@ -1185,11 +1191,10 @@ def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHa
     pack = config.block_n // c_per_group
     if problem.groups % pack:
         raise ValueError(f"config block_n={config.block_n}: {pack} merged groups do not divide groups={problem.groups}")
-    lanes = 16 * config.num_warps  # mma_v2: 16 rows a warp at least
-    if config.block_m & (config.block_m - 1) or config.block_m < lanes:
+    if config.block_m & (config.block_m - 1) or config.block_m < 16 * config.num_warps:  # mma_v2: 16 rows a warp
         raise ValueError(f"config block_m={config.block_m}, num_warps={config.num_warps}: grouped_halo's "
                          "block_m is a power of two, at least 16 rows a warp")
-    frame_width = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    frame_width = grouped_halo_frame_width(problem)
     reach = (problem.r - 1) * problem.dilation[0] * frame_width + (problem.s - 1) * problem.dilation[1]
     # A copy batch: at least the rows one pass of the warps' 16-byte copies covers.
     chunk = max(GROUPED_HALO_CHUNK, 32 * config.num_warps * (16 // problem.itemsize) // config.block_n)
