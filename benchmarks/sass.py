@@ -266,6 +266,7 @@ CASES = [
     ("depthwise_toeplitz", "replknet dw31x31 c128 hw56"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("grouped_halo", "resnext g32 c128 hw56/1"),  # Gluon: staged frame rows by cp.async, taps by mma.sync
+    ("grouped_halo", "resnext g32 c256 hw56/2"),  # stride 2: four phase frames staged
     ("im2row", "r50 stem 7x7/2"),
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
@@ -288,7 +289,7 @@ INT64_CASES = [
     ("gemm_1x1", "r50 c256 hw56 k512 1x1/2"),
     ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
-    ("grouped_halo", "resnext g32 c128 hw56/1"),
+    ("grouped_halo", "resnext g32 c256 hw56/2"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),

@@ -48,3 +48,26 @@ def sm_count(device) -> int:
 
         count = _sm_counts[index] = torch.cuda.get_device_properties(index).multi_processor_count
     return count
+
+
+# Shared memory of an SM where the device does not say (Hopper's 228 KB); a block's reserve.
+DEFAULT_SM_SHARED_BYTES = 228 * 1024
+BLOCK_SHARED_RESERVE = 1024
+_sm_shared: dict[int, int] = {}
+
+
+def programs_resident(device, shared_bytes: int) -> int:
+    """Programs of ``shared_bytes`` shared memory each that fit one SM of ``device`` at once
+    (at least 1; shared memory only: registers and warps may bound it lower). Read once per
+    device, as :func:`sm_count`."""
+    if device.type != "cuda":
+        per_sm = DEFAULT_SM_SHARED_BYTES
+    else:
+        index = device.index if device.index is not None else 0
+        per_sm = _sm_shared.get(index)
+        if per_sm is None:
+            import torch
+
+            props = torch.cuda.get_device_properties(index)
+            per_sm = _sm_shared[index] = getattr(props, "shared_memory_per_multiprocessor", 0) or DEFAULT_SM_SHARED_BYTES
+    return max(1, per_sm // (shared_bytes + BLOCK_SHARED_RESERVE))

@@ -16,6 +16,7 @@ from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.backward import BACKWARD_ALGORITHMS
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
+    GROUPED_HALO_WALKERS,
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
     MAX_HALO_SHARED_BYTES,
@@ -72,7 +73,7 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
-    merge into a tensor-core tile: 'grouped_halo' on a GPU at stride 1 (4 to 16 channels a group,
+    merge into a tensor-core tile: 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
     up to 3x3), else 'grouped_gemm'. Dense with few channels on both sides:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
@@ -126,12 +127,14 @@ def choose_algorithm(problem: ConvProblem) -> str:
         depthwise = problem.groups == problem.c and problem.out_w >= 14 and problem.r * problem.s <= 9
         return "depthwise" if depthwise else "direct"
     # grouped_halo (Gluon: each input pixel staged in shared memory once, the taps shifted views
-    # of it), stride 1, 4 to 16 channels a group, filters up to 3x3 (session 28, H200, fp16 NHWC
-    # batch 32, benchmarks/probe_grouped.py, CUDA-graph replays beside cuDNN): ResNeXt c128 hw56
-    # 44.4 us against grouped_gemm's 55.9 (cuDNN 60.7), c512 hw14 18.4 against implicit_gemm's
-    # 22.1 (22.8), c256 hw28 30.2 against 30.5 (36.9); it lost c1024 hw7 (32 channels a group:
-    # 33.8 against 12.8, 64-byte rows read with 4-way bank conflicts).
-    if (problem.groups > 1 and problem.stride == (1, 1) and 4 <= problem.c_per_group <= 16
+    # of it, or of the stride's phase frames), strides up to 2, 4 to 16 channels a group, filters
+    # up to 3x3 (H200, fp16 NHWC batch 32, benchmarks/probe_grouped.py, CUDA-graph replays beside
+    # cuDNN). Session 28, stride 1: ResNeXt c128 hw56 44.4 us against grouped_gemm's 55.9 (cuDNN
+    # 60.7), c512 hw14 18.4 against implicit_gemm's 22.1 (22.8), c256 hw28 30.2 against 30.5
+    # (36.9); it lost c1024 hw7 (32 channels a group: 33.8 against 12.8). Session 29, stride 2:
+    # c256 hw56/2 37.6 against grouped_gemm's 42.2 (39.5), c512 hw28/2 24.4 against
+    # implicit_gemm's 26.9 (24.3).
+    if (problem.groups > 1 and max(problem.stride) <= 2 and 4 <= problem.c_per_group <= 16
             and problem.r * problem.s <= 9 and grouped_halo_unsupported_reason(problem) is None):
         return "grouped_halo"
     if problem.groups > 1 and min(problem.c_per_group, problem.k_per_group) < MIN_TENSOR_CORE_DIM:
@@ -519,10 +522,10 @@ def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:
     """The fewest groups merged that fill a 16-channel step (C/g = 4: four), 128 frame rows
     (64 where an image has fewer), 4 warps, four walking programs an SM: tuning's choice on the
     three stride-1 ResNeXt rows it won (session 28, H200; one item a program was 1.2x-1.6x slower,
-    benchmarks/probe_grouped.py)."""
+    benchmarks/probe_grouped.py), and the best or within 3% of it on the stride-2 rows (session 29)."""
     smallest = grouped_halo_smallest(problem)
     frame = problem.out_h * grouped_halo_frame_width(problem)
-    return replace(smallest, block_m=128 if frame > 64 else 64, persistent=4)
+    return replace(smallest, block_m=128 if frame > 64 else 64, persistent=GROUPED_HALO_WALKERS)
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:

@@ -20,9 +20,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   channels_last by one transposing kernel, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
-- ``grouped_halo`` (:mod:`.grouped_halo`): Gluon (sm_80 and newer): stride-1 grouped
-  convolution with thin groups on the tensor cores, each input pixel staged in shared memory
-  once a program and every tap a shifted view of it.
+- ``grouped_halo`` (:mod:`.grouped_halo`): Gluon (sm_80 and newer): grouped convolution with
+  thin groups on the tensor cores, each input pixel staged in shared memory once a program and
+  every tap a shifted view of it (strided: of one of the frame's phases).
 - ``depthwise`` (:mod:`.depthwise`): CUDA-core depthwise convolution, any multiplier.
 - ``depthwise_halo`` (:mod:`.depthwise_halo`): Gluon (sm_80 and newer): depthwise convolution
   from a shared-memory halo, each input element copied once a program, every tap read from
@@ -195,8 +195,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     ),
     "grouped_halo": Algorithm(
         "grouped_halo",
-        "stride-1 grouped convolution, thin groups merged on the tensor cores (Gluon): each input pixel staged "
-        "in shared memory once, every tap a shifted view of it",
+        "grouped convolution, thin groups merged on the tensor cores (Gluon): each input pixel staged "
+        "in shared memory once, every tap a shifted view of it (strided: of one of the frame's phases)",
         launch_grouped_halo,
         grouped_halo_unsupported_reason,
     ),

@@ -19,6 +19,23 @@ row: ``index(offset)`` gives the row at any offset, reinterpreted as a [BLOCK_M,
 anywhere). The columns q >= Q of each frame row are outputs of no pixel: computed and never
 stored ((S-1)*dil_w of every FW, 4% on a 56-wide output, 22% on a 7-wide one).
 
+**Strides.** At stride (U, V) the padded frame splits into U*V *phase frames*: phase (a, b)
+holds the frame pixels (i*U + a, j*V + b), FWP = Q + ((S-1)*dil_w) // V columns wide. Output
+(p, q) sits at m = p*FWP + q of every phase, and its tap (r, s) reads phase
+((r*dil_h) % U, (s*dil_w) % V) at m + ((r*dil_h) // U)*FWP + (s*dil_w) // V: again a shifted
+view, of one of the phases the program stages side by side (``PR`` rows each). A stride-2 3x3
+stages four phases, about 4.5 input rows an output where stride 1 stages two.
+
+**The staged frame's layout** (:func:`frame_layout`). *Planar*: channels in planes of eight,
+each frame row 16 bytes a plane, so the eight rows of an ldmatrix matrix are 128 contiguous
+bytes from any starting row: no bank conflicts (rows of 32 bytes put rows four apart on the
+same banks: 2-way conflicts, half of session 29's shared-load wavefronts by Nsight Compute).
+The planes' offset is one bit of a linear layout, so each plane takes a power of two of rows
+(both buffers'); *packed* (a row's channels together) where that padding would cost a program
+an SM (the launcher's choice: :func:`tileconv.kernels.launch.grouped_halo_tiling`). Measured
+(session 29, H200): planar 1.03x-1.06x on the stride-1 ResNeXt rows; packed kept on the stride-2
+ones (planar's 70 KB against 45 ran three programs an SM for four: 0.79x-0.84x).
+
 The taps are ``mma_v2`` products (m16n8k16, A from shared memory through ldmatrix, fp32
 accumulators): ``PACK`` groups merged into CM = PACK*C/g input and KM = PACK*K/g output
 channels, the weight block-diagonal per tap ((G/PACK, R, S, CM, KM) in memory, see
@@ -29,20 +46,22 @@ else read from shared memory every tap. The zeros cost tensor-core work, not byt
 A program keeps one merged group and walks runs of frame rows (``persistent`` programs an SM in
 the launcher), the next run's copies in flight while this one's taps run: one run a program left
 each program waiting on its own copies (ResNeXt c128 hw56 on an H200, session 28: 60.7 us, four
-walking programs an SM 44.4). What bounds it then is shared memory (Nsight Compute: 75% of the
-L1/shared pipe; 32-byte rows give ``ldmatrix`` 2-way bank conflicts, 64-byte ones 4-way).
+walking programs an SM 44.4). What bounds it then (Nsight Compute, session 29) is latency: 12 to
+16 warps an SM, one eligible warp in 0.65 on average, a third of the stalls on shared memory
+(short scoreboard), the L1/shared pipe 59%-70% busy, L2 at 42%-47%, DRAM at 12%-21%.
 
 Non-finite inputs: a zero weight times an infinite input of a *neighbouring* group is NaN, which
 the convolution does not have. A tile whose sum is not finite everywhere (rare: an input that
-is infinite or NaN, or an overflow) is redone group by group from a second buffer holding only
-that group's channels, keeping each output column from its own group's pass; finite tiles pay
-one reduction over their accumulators.
+is infinite or NaN, or an overflow) is redone group by group from a copy holding only that
+group's channels, made in the other buffer (the next run's rows, in flight there, are copied
+again afterwards), keeping each output column from its own group's pass; finite tiles pay one
+reduction over their accumulators.
 
     out[n, k, p, q] = sum_{r, s, c} x[n, g*C/g + c, p - pad_h + r*dil_h, q - pad_w + s*dil_w]
                       * w[k, c, r, s],   g = k // (K/g)
 
-Stride 1, channels_last input and output, fp16 or bf16, CM a multiple of 16 and KM of 8
-(powers of two). Gluon kernels compile only for a GPU: under Triton's interpreter this
+Any stride (the staged phases bound it through shared memory), channels_last input and
+output, fp16 or bf16, CM a multiple of 16 and KM of 8 (powers of two). Gluon kernels compile only for a GPU: under Triton's interpreter this
 algorithm is unsupported (the launcher's reason says so) and its tests run on the GPU; CI
 compiles it for sm_90 (``benchmarks/sass.py``).
 """
@@ -54,17 +73,49 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 from .common import apply_activation
 
 
+@gluon.constexpr_function
+def frame_layout(rows, channels, plane_rows):
+    """The shared layout of a [rows, channels] view of the staged frame.
+
+    ``plane_rows`` > 0 (planar): channels in planes of eight (16 bytes of a 16-bit type), plane
+    h holding channels 8h..8h+7 of every frame row at a 16-byte pitch from row h*plane_rows on
+    (a power of two at least both buffers' rows). Eight consecutive rows of one plane are 128
+    contiguous bytes, so ldmatrix reads them without bank conflicts from whatever row a tap's
+    view starts at. ``plane_rows`` = 0 (packed): a frame row's channels together, rows of 32 or
+    64 bytes, where rows four or two apart share banks (ldmatrix's 2- or 4-way conflicts) but
+    the frame takes no power-of-two padding."""
+    rows, channels, plane_rows = int(rows), int(channels), int(plane_rows)
+    if plane_rows == 0:
+        bases = [[0, 1 << b] for b in range(channels.bit_length() - 1)]
+        return gl.SharedLinearLayout(bases + [[1 << b, 0] for b in range(rows.bit_length() - 1)])
+    bases = [[0, 1], [0, 2], [0, 4]] + [[1 << b, 0] for b in range(rows.bit_length() - 1)]
+    bases += [[0, 0]] * (plane_rows.bit_length() - rows.bit_length())  # the rows past the view
+    bases += [[0, 8 << b] for b in range((channels // 8).bit_length() - 1)]
+    return gl.SharedLinearLayout(bases)
+
+
+@gluon.constexpr_function
+def frame_shape(rows, channels, plane_rows):
+    """The staged frame's allocation, [frame rows, channels a row]: both buffers' ``rows`` of
+    ``channels``, or (``plane_rows`` > 0) the planes' rows of eight channels (see frame_layout)."""
+    rows, channels, plane_rows = int(rows), int(channels), int(plane_rows)
+    return [plane_rows * (channels // 8), 8] if plane_rows else [2 * rows, channels]
+
+
 @gluon.jit
-def _frame_taps(rows, base, w_taps, w_regs, acc, tap_step, DIL_W: gl.constexpr, R: gl.constexpr,
-                S: gl.constexpr, BLOCK_M: gl.constexpr, CM: gl.constexpr, ADOT: gl.constexpr,
-                BDOT: gl.constexpr, PLANE: gl.constexpr, WEIGHT_REGISTERS: gl.constexpr):
+def _frame_taps(rows, base, w_taps, w_regs, acc, FWP, PR: gl.constexpr, U: gl.constexpr, V: gl.constexpr,
+                DIL_H: gl.constexpr, DIL_W: gl.constexpr, R: gl.constexpr, S: gl.constexpr,
+                BLOCK_M: gl.constexpr, CM: gl.constexpr, ADOT: gl.constexpr, BDOT: gl.constexpr,
+                PLANE: gl.constexpr, WEIGHT_REGISTERS: gl.constexpr):
     """acc + the sum over the taps of (frame rows from the tap's offset) @ (the tap's weight):
-    ``rows`` holds the staged frame from row ``base``, one row per frame index; tap (r, s) starts
-    r*tap_step + s*DIL_W rows on. The weights from ``w_regs`` (a tuple of B operands) where
-    WEIGHT_REGISTERS, else from shared memory (``w_taps``)."""
+    ``rows`` holds the staged phase frames from row ``base`` (``PR`` rows each, phase (a, b) the
+    (a*V + b)-th), one row per frame index; tap (r, s) reads phase ((r*DIL_H) % U, (s*DIL_W) % V)
+    from ((r*DIL_H) // U)*FWP + (s*DIL_W) // V rows on. The weights from ``w_regs`` (a tuple of B
+    operands) where WEIGHT_REGISTERS, else from shared memory (``w_taps``)."""
     for r in gl.static_range(R):
         for s in gl.static_range(S):
-            a_view = rows.index(base + r * tap_step + s * DIL_W)._reinterpret(rows.dtype, [BLOCK_M, CM], PLANE)
+            start = (((r * DIL_H) % U) * V + (s * DIL_W) % V) * PR + (s * DIL_W) // V
+            a_view = rows.index(base + start + ((r * DIL_H) // U) * FWP)._reinterpret(rows.dtype, [BLOCK_M, CM], PLANE)
             if WEIGHT_REGISTERS:
                 acc = mma_v2(a_view.load(ADOT), w_regs[r * S + s], acc)
             else:
@@ -73,22 +124,26 @@ def _frame_taps(rows, base, w_taps, w_regs, acc, tap_step, DIL_W: gl.constexpr, 
 
 
 @gluon.jit
-def _stage_rows(buffer, first_chunk, x_img, cx, m0, H, W, FW, pad_h, pad_w, stride_xh, stride_xw,
-                CHUNKS: gl.constexpr, CHUNK: gl.constexpr, XL: gl.constexpr, COPY_VEC: gl.constexpr,
+def _stage_rows(frame, base, x_img, cx, m0, H, W, FWP, pad_h, pad_w, stride_xh, stride_xw,
+                PR: gl.constexpr, U: gl.constexpr, V: gl.constexpr, CHUNKS: gl.constexpr,
+                CHUNK: gl.constexpr, XL: gl.constexpr, CHUNK_PLANE: gl.constexpr, COPY_VEC: gl.constexpr,
                 INT64: gl.constexpr):
-    """Start the copies of frame rows [m0, m0 + CHUNKS*CHUNK) of one image into ``buffer``'s
-    chunks from ``first_chunk`` on ([.., CHUNK, CM]): 16-byte cp.async copies, zeros where the
-    frame is padding."""
+    """Start the copies of rows [m0, m0 + PR) of each of the U*V phase frames of one image into
+    ``frame``'s rows from ``base`` on (phase (a, b)'s rows from base + (a*V + b)*PR on):
+    16-byte cp.async copies, zeros where the frame is padding. Phase frame (a, b)'s row i,
+    column j is padded-frame pixel (i*U + a, j*V + b)."""
     for chunk in gl.static_range(CHUNKS):
-        f = m0 + chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
-        ih = f // FW - pad_h
-        iw = f % FW - pad_w
-        inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        v = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
+        phase = v // PR
+        f = m0 + v - phase * PR
+        ih = (f // FWP) * U + phase // V - pad_h
+        iw = (f % FWP) * V + phase % V - pad_w
+        inside = (phase < U * V) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         if INT64:
             ih = ih.to(gl.int64)
         x_offs = gl.multiple_of(ih * stride_xh + iw * stride_xw, COPY_VEC)[:, None] + cx[None, :]
-        async_copy.async_copy_global_to_shared(buffer.index(first_chunk + chunk), x_img + x_offs,
-                                               mask=inside[:, None] & (cx >= 0)[None, :])
+        dest = frame.index(base + chunk * CHUNK)._reinterpret(frame.dtype, [CHUNK, cx.shape[0]], CHUNK_PLANE)
+        async_copy.async_copy_global_to_shared(dest, x_img + x_offs, mask=inside[:, None] & (cx >= 0)[None, :])
     async_copy.commit_group()
 
 
@@ -101,20 +156,23 @@ def conv2d_grouped_halo_kernel(
     res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
     H, W, P, Q,
     GROUP_BLOCKS,  # merged groups: G / PACK
-    FW,  # frame width: W + pad_left + pad_right = Q + (S-1)*dil_w
-    ITEMS,  # (image, block of frame rows) pairs: N * cdiv(P * FW, BLOCK_M)
+    FWP,  # phase-frame width: Q + ((S-1)*dil_w) // V
+    ITEMS,  # (image, block of phase-frame rows) pairs: N * cdiv(P * FWP, BLOCK_M)
     pad_h, pad_w,
     stride_xn, stride_xh, stride_xw,
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     R: gl.constexpr, S: gl.constexpr,
+    U: gl.constexpr, V: gl.constexpr,  # stride
     DIL_H: gl.constexpr, DIL_W: gl.constexpr,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
     SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # channels of one group: C/g in, K/g out
     PACK: gl.constexpr,  # groups merged into one program's channels
     BLOCK_M: gl.constexpr,  # frame rows (outputs) an item
-    ROWS: gl.constexpr,  # staged frame rows: CHUNK * chunks >= BLOCK_M + the taps' reach
+    PR: gl.constexpr,  # rows staged of each phase frame: BLOCK_M + the taps' reach in it
+    ROWS: gl.constexpr,  # staged rows a buffer: CHUNK * chunks >= U*V*PR
+    PLANE_ROWS: gl.constexpr,  # planar frame: rows an 8-channel plane (a power of two >= 2 * ROWS); 0: packed
     CHUNK: gl.constexpr,  # frame rows a copy batch (a power of two)
     COPY_VEC: gl.constexpr,  # channels in 16 bytes
     NUM_WARPS: gl.constexpr,
@@ -132,8 +190,12 @@ def conv2d_grouped_halo_kernel(
     XL: gl.constexpr = gl.BlockedLayout([1, COPY_VEC], [32 // TPW_C, TPW_C], [NUM_WARPS, 1], [1, 0])
     TPW_K: gl.constexpr = KM // 8  # KM <= 64: at most 8 threads along a row
     WL: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TPW_K, TPW_K], [NUM_WARPS, 1], [1, 0])
-    PLANE: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # no swizzle: a view may start at any row
+    # The staged frame, planar (PLANE_ROWS > 0) or packed (see frame_layout); a view of any
+    # shape from any frame row by index(row)._reinterpret.
+    PLANE: gl.constexpr = frame_layout(BLOCK_M, CM, PLANE_ROWS)
+    CHUNK_PLANE: gl.constexpr = frame_layout(CHUNK, CM, PLANE_ROWS)
     ROW: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+    FILTER: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     CHUNKS: gl.constexpr = ROWS // CHUNK
 
     # A program keeps one merged group (its filter loaded once) and walks the items
@@ -143,23 +205,23 @@ def conv2d_grouped_halo_kernel(
     gm = pid % GROUP_BLOCKS
     step = gl.num_programs(0) // GROUP_BLOCKS
     first = pid // GROUP_BLOCKS
-    blocks = gl.cdiv(P * FW, BLOCK_M)  # frame-row blocks an image
+    blocks = gl.cdiv(P * FWP, BLOCK_M)  # frame-row blocks an image
 
     # Two buffers of staged rows: the next item's copies fly while this one's taps run.
-    halo = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [2 * CHUNKS, CHUNK, CM], PLANE)
-    frame = halo._reinterpret(x_ptr.dtype.element_ty, [2 * ROWS, CM], ROW)  # buffer b's row j: b*ROWS + j
+    # (buffer b's row j: frame row b*ROWS + j)
+    frame = gl.allocate_shared_memory(x_ptr.dtype.element_ty, frame_shape(ROWS, CM, PLANE_ROWS), ROW)
     cx = gm * CM + gl.arange(0, CM, layout=gl.SliceLayout(0, XL))
     cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
     if first < ITEMS:
         n0 = first // blocks
         if INT64:
             n0 = n0.to(gl.int64)
-        _stage_rows(halo, 0, x_ptr + gl.multiple_of(n0 * stride_xn, COPY_VEC), cx,
-                    (first % blocks) * BLOCK_M, H, W, FW, pad_h, pad_w, stride_xh, stride_xw,
-                    CHUNKS, CHUNK, XL, COPY_VEC, INT64)
+        _stage_rows(frame, 0, x_ptr + gl.multiple_of(n0 * stride_xn, COPY_VEC), cx,
+                    (first % blocks) * BLOCK_M, H, W, FWP, pad_h, pad_w, stride_xh, stride_xw,
+                    PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
     # The filter, while the copies fly: R*S block-diagonal [CM, KM] matrices.
-    w_taps = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [R * S, CM, KM], PLANE)
+    w_taps = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [R * S, CM, KM], FILTER)
     wc = gl.arange(0, CM, layout=gl.SliceLayout(1, WL))
     wk = gl.arange(0, KM, layout=gl.SliceLayout(0, WL))
     w_block = w_ptr + gm * (R * S * CM * KM)
@@ -175,10 +237,6 @@ def conv2d_grouped_halo_kernel(
         k_out = k_out.to(gl.int64)
     if HAS_BIAS:
         bias = gl.load(bias_ptr + k_out).to(gl.float32)
-    if PACK > 1:
-        alone = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [CHUNKS, CHUNK, CM], PLANE)
-    tap_step = DIL_H * FW
-
     i = 0
     for item in range(first, ITEMS, step):
         nxt = item + step
@@ -186,42 +244,55 @@ def conv2d_grouped_halo_kernel(
             n1 = nxt // blocks
             if INT64:
                 n1 = n1.to(gl.int64)
-            _stage_rows(halo, ((i + 1) % 2) * CHUNKS,
-                        x_ptr + gl.multiple_of(n1 * stride_xn, COPY_VEC), cx, (nxt % blocks) * BLOCK_M,
-                        H, W, FW, pad_h, pad_w, stride_xh, stride_xw, CHUNKS, CHUNK, XL, COPY_VEC, INT64)
+            _stage_rows(frame, ((i + 1) % 2) * ROWS,
+                        x_ptr + gl.multiple_of(n1 * stride_xn, COPY_VEC), cx, (nxt % blocks) * BLOCK_M, H, W, FWP,
+                        pad_h, pad_w, stride_xh, stride_xw, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
             async_copy.wait_group(1)
         else:
             async_copy.wait_group(0)
         gl.thread_barrier()  # every thread's copies (and the filter's stores) are in before any thread reads them
 
         acc = _frame_taps(frame, (i % 2) * ROWS, w_taps, w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA),
-                          tap_step, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
+                          FWP, PR, U, V, DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
 
         if PACK > 1:
             # A neighbouring group's infinite or NaN input meets this group's zero weights: redo the
-            # item group by group from a copy holding that group's channels alone.
+            # item group by group from a copy holding that group's channels alone, made in the other
+            # buffer (the next item's rows, copied there already, are copied again afterwards).
             # (A count of them: an integer reduction, as grouped_gemm's guard.)
             if gl.sum(gl.sum(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0:
+                async_copy.wait_group(0)
+                gl.thread_barrier()  # no copy into the other buffer is in flight
                 col_group = gl.arange(0, CM, layout=gl.SliceLayout(0, XL)) // SUB_C
                 out_group = gl.arange(0, KM, layout=gl.SliceLayout(0, MMA)) // SUB_K
                 redone = gl.zeros([BLOCK_M, KM], gl.float32, MMA)
                 for g in gl.static_range(PACK):
                     for chunk in gl.static_range(CHUNKS):
-                        v = halo.index((i % 2) * CHUNKS + chunk).load(XL)
-                        alone.index(chunk).store(gl.where((col_group == g)[None, :], v, 0.0))
+                        v = frame.index((i % 2) * ROWS + chunk * CHUNK)._reinterpret(
+                            frame.dtype, [CHUNK, CM], CHUNK_PLANE).load(XL)
+                        frame.index(((i + 1) % 2) * ROWS + chunk * CHUNK)._reinterpret(
+                            frame.dtype, [CHUNK, CM], CHUNK_PLANE).store(gl.where((col_group == g)[None, :], v, 0.0))
                     gl.thread_barrier()
-                    part = _frame_taps(alone._reinterpret(x_ptr.dtype.element_ty, [ROWS, CM], ROW), 0, w_taps,
-                                       w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA), tap_step,
-                                       DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
+                    part = _frame_taps(frame, ((i + 1) % 2) * ROWS, w_taps, w_regs,
+                                       gl.zeros([BLOCK_M, KM], gl.float32, MMA), FWP, PR, U, V,
+                                       DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
                     redone = gl.where((out_group == g)[None, :], part, redone)
                     gl.thread_barrier()  # this group's reads are done before the next one's stores
                 acc = redone
+                if nxt < ITEMS:
+                    n1 = nxt // blocks
+                    if INT64:
+                        n1 = n1.to(gl.int64)
+                    _stage_rows(frame, ((i + 1) % 2) * ROWS,
+                                x_ptr + gl.multiple_of(n1 * stride_xn, COPY_VEC), cx, (nxt % blocks) * BLOCK_M,
+                                H, W, FWP, pad_h, pad_w, stride_xh, stride_xw, PR, U, V, CHUNKS, CHUNK, XL,
+                                CHUNK_PLANE, COPY_VEC, INT64)
 
         # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
         n = item // blocks
         f = (item % blocks) * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, MMA))
-        p = f // FW
-        q = f % FW
+        p = f // FWP
+        q = f % FWP
         if INT64:
             n = n.to(gl.int64)
             p = p.to(gl.int64)

@@ -15,7 +15,17 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .._runtime import INT32_LIMIT, INTERPRET, cdiv, kernel_strides, pow2_at_least, sm_count
+from .._runtime import (
+    BLOCK_SHARED_RESERVE,
+    DEFAULT_SM_SHARED_BYTES,
+    INT32_LIMIT,
+    INTERPRET,
+    cdiv,
+    kernel_strides,
+    pow2_at_least,
+    programs_resident,
+    sm_count,
+)
 from ..problem import ConvProblem
 from .config import BackwardConfig, LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
@@ -1153,32 +1163,45 @@ GROUPED_HALO_CHUNK = 64  # frame rows a copy batch at least (a power of two: sha
 # from shared memory every item.
 GROUPED_HALO_WEIGHT_REGISTERS = 40
 GROUPED_HALO_WIDTHS = (16, 32)  # merged input channels a program (mma_v2's K: 16-bit operands, 16 a step)
+GROUPED_HALO_WALKERS = 4  # walking programs an SM (the heuristics' persistent=4)
 
 
 @dataclass(frozen=True)
 class GroupedHaloTiling:
     """grouped_halo's tile, from a :class:`LaunchConfig`: ``block_m`` frame rows (outputs of
-    the padded frame, see :mod:`.grouped_halo`) by ``pack`` merged groups (``block_n`` input
-    channels: pack * C/g), ``rows`` frame rows staged (``block_m`` plus the taps' reach)."""
+    the padded frame's phases, see :mod:`.grouped_halo`) by ``pack`` merged groups (``block_n``
+    input channels: pack * C/g); ``phase_rows`` rows staged of each of the stride's phase frames
+    (``block_m`` plus the taps' reach in it), ``rows`` in all (a whole number of ``chunk``s)."""
 
     block_m: int
     pack: int
     cm: int
     km: int
     frame_width: int
+    phase_rows: int
     rows: int
     chunk: int
 
+    planar: bool
+
+    @property
+    def plane_rows(self) -> int:
+        """Rows of each 8-channel plane of a planar frame: both buffers, a power of two (the
+        planes' offset is one bit of the shared layout, see :func:`.grouped_halo.frame_layout`);
+        0 for a packed frame."""
+        return pow2_at_least(2 * self.rows) if self.planar else 0
+
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The staged rows (two buffers, and the redo's copy where groups are merged) and the filter."""
-        staged = self.rows * self.cm * problem.itemsize * (3 if self.pack > 1 else 2)
+        """The staged frame (both buffers) and the filter."""
+        staged = (self.plane_rows or 2 * self.rows) * self.cm * problem.itemsize
         return staged + problem.r * problem.s * self.cm * self.km * problem.itemsize
 
 
 def grouped_halo_frame_width(problem: ConvProblem) -> int:
-    """Columns of the zero-padded input frame that grouped_halo stages, at stride 1:
-    W + pad_left + pad_right = Q + (S-1)*dil_w (an output row plus its taps' reach)."""
-    return problem.out_w + (problem.s - 1) * problem.dilation[1]
+    """Columns of each phase frame that grouped_halo stages: Q + ((S-1)*dil_w) // stride_w, an
+    output row plus its taps' reach in the phase. At stride 1 the one phase is the zero-padded
+    input, W + pad_left + pad_right wide."""
+    return problem.out_w + (problem.s - 1) * problem.dilation[1] // problem.stride[1]
 
 
 def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHaloTiling:
@@ -1195,11 +1218,26 @@ def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHa
         raise ValueError(f"config block_m={config.block_m}, num_warps={config.num_warps}: grouped_halo's "
                          "block_m is a power of two, at least 16 rows a warp")
     frame_width = grouped_halo_frame_width(problem)
-    reach = (problem.r - 1) * problem.dilation[0] * frame_width + (problem.s - 1) * problem.dilation[1]
+    (u, v), (dil_h, dil_w) = problem.stride, problem.dilation
+    reach = (problem.r - 1) * dil_h // u * frame_width + (problem.s - 1) * dil_w // v
     # A copy batch: at least the rows one pass of the warps' 16-byte copies covers.
     chunk = max(GROUPED_HALO_CHUNK, 32 * config.num_warps * (16 // problem.itemsize) // config.block_n)
-    rows = cdiv(config.block_m + reach, chunk) * chunk
-    return GroupedHaloTiling(config.block_m, pack, config.block_n, pack * k_per_group, frame_width, rows, chunk)
+    phase_rows = config.block_m + reach
+    rows = cdiv(u * v * phase_rows, chunk) * chunk
+    packed = GroupedHaloTiling(config.block_m, pack, config.block_n, pack * k_per_group, frame_width, phase_rows,
+                               rows, chunk, planar=False)
+    planar = replace(packed, planar=True)
+    # Planar (no bank conflicts) where its power-of-two planes cost no program an SM: session 29
+    # (H200, probe_grouped.py) measured planar 1.03x-1.06x on the stride-1 ResNeXt rows (rows
+    # 192-256), and 0.79x-0.84x on the stride-2 ones (576-640 rows: 70 KB against 45, three
+    # programs an SM for four).
+    walkers = GROUPED_HALO_WALKERS
+
+    def resident(tiling):
+        return min(walkers, DEFAULT_SM_SHARED_BYTES // (tiling.shared_bytes(problem) + BLOCK_SHARED_RESERVE))
+
+    fits = planar.shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES
+    return planar if fits and resident(planar) >= resident(packed) else packed
 
 
 def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -1210,8 +1248,6 @@ def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
         return "it is a Gluon kernel built on cp.async: it needs an NVIDIA GPU of compute capability 8.0 or newer"
     if problem.groups == 1 or problem.c_per_group == 1:
         return "it merges thin groups (2 to 32 channels each): it needs groups > 1 and C/g > 1 (depthwise has its own kernels)"
-    if problem.stride != (1, 1):
-        return f"its taps are shifted views of one staged frame: it needs stride 1 (stride {problem.stride})"
     if problem.layout != "nhwc":
         return "its copies take 16-byte channel segments: it needs channels_last"
     if problem.itemsize != 2:
@@ -1231,7 +1267,8 @@ def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
         return f"its output tile is K/g * merged groups = {tiling.km} channels: it needs 8 to 64"
     if tiling.shared_bytes(problem) > GROUPED_HALO_MAX_SHARED_BYTES:
         return (f"a {tiling.block_m}-row tile's staged frame ({tiling.rows} rows) and filter need more than "
-                f"{GROUPED_HALO_MAX_SHARED_BYTES // 1024} KB of shared memory (dilation {problem.dilation})")
+                f"{GROUPED_HALO_MAX_SHARED_BYTES // 1024} KB of shared memory (stride {problem.stride}, "
+                f"dilation {problem.dilation})")
     return None
 
 
@@ -1266,16 +1303,20 @@ def launch_grouped_halo(
     group_blocks = problem.groups // tiling.pack
     items = problem.n * cdiv(problem.out_h * tiling.frame_width, tiling.block_m)
     # persistent=k: k programs an SM walk the items (each its merged group's filter loaded once,
-    # the next item's rows copied while this one's taps run); 0: one item a program.
-    walkers = cdiv(sm_count(x.device) * config.persistent, group_blocks) if config.persistent else items
+    # the next item's rows copied while this one's taps run), no more than fit an SM's shared
+    # memory at once (a program that waits for a free SM only adds a tail); 0: one item a program.
+    # (A whole number of programs a merged group: the grid is a multiple of group_blocks.)
+    walking = min(config.persistent, programs_resident(x.device, tiling.shared_bytes(problem)))
+    walkers = max(1, sm_count(x.device) * walking // group_blocks) if config.persistent else items
     grid = (group_blocks * max(1, min(items, walkers)),)
     return launch(conv2d_grouped_halo_kernel, grid,
         x, taps, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, group_blocks,
         tiling.frame_width, items, problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3),
         *epilogue_strides,
-        R=problem.r, S=problem.s, DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
+        R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
+        DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
         SUB_C=problem.c_per_group, SUB_K=problem.k_per_group, PACK=tiling.pack, BLOCK_M=tiling.block_m,
-        ROWS=tiling.rows, CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
+        PR=tiling.phase_rows, ROWS=tiling.rows, PLANE_ROWS=tiling.plane_rows, CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
         WEIGHT_REGISTERS=problem.r * problem.s * tiling.cm * tiling.km <= GROUPED_HALO_WEIGHT_REGISTERS * 32 * 2,
         INT64=max(x.numel(), out.numel()) >= INT32_LIMIT or needs_int64(problem),
         num_warps=config.num_warps,
