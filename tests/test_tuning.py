@@ -640,3 +640,31 @@ def test_gluon_kernels_are_offered_on_nvidia_gpus_only(monkeypatch):
     assert answers(None, (7, 5)) == (False, False)
     assert answers(None, None) == (False, False)
     assert answers("6.2", (9, 4)) == (False, False)
+
+
+def test_grouped_halo_tiles_fit_its_shared_memory(monkeypatch):
+    """grouped_halo's default config and every candidate fit the kernel's shared-memory bound
+    wherever the kernel runs (checked by its pure-Python tiling, so on any machine): strides
+    past 2 stage U*V phase frames, and verify (seed 29, H200) once drew problems whose
+    128-row default did not fit; at stride 2 four walking programs fit an SM's 228 KB."""
+    from tileconv.dispatch.candidates import grouped_halo_candidates
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch, "has_cp_async", lambda: True)
+    problems = [
+        ConvProblem(2, 32, 33, 33, 32, 7, 1, (3, 3), (2, 2), (3, 3), groups=4),
+        ConvProblem(4, 16, 29, 36, 16, 4, 4, (3, 3), (0, 0), (3, 3), groups=4),
+        ConvProblem(3, 64, 20, 33, 16, 3, 1, (3, 3), (0, 0), groups=2),
+        *[case.problem(torch.float16, "nhwc") for case in get_suite("grouped")],
+    ]
+    for problem in problems:
+        if launch.grouped_halo_unsupported_reason(problem) is not None:
+            continue
+        for config in [default_config(problem, "grouped_halo"), *grouped_halo_candidates(problem)]:
+            tiling = launch.grouped_halo_tiling(problem, config)
+            assert tiling.shared_bytes(problem) <= launch.GROUPED_HALO_MAX_SHARED_BYTES, (problem.describe(), config)
+    strided = get_suite("grouped")[1].problem(torch.float16, "nhwc")  # c256 hw56/2
+    assert strided.stride == (2, 2)
+    tiling = launch.grouped_halo_tiling(strided, default_config(strided, "grouped_halo"))
+    assert 228 * 1024 // (tiling.shared_bytes(strided) + 1024) >= launch.GROUPED_HALO_WALKERS

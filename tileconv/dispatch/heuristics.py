@@ -16,6 +16,7 @@ from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.backward import BACKWARD_ALGORITHMS
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
+    GROUPED_HALO_MAX_SHARED_BYTES,
     GROUPED_HALO_WALKERS,
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
@@ -35,6 +36,7 @@ from ..kernels.launch import (
     group_pack_factor,
     grouped_halo_frame_width,
     grouped_halo_smallest,
+    grouped_halo_tiling,
     grouped_halo_unsupported_reason,
     halo_tiling,
     im2row_unsupported_reason,
@@ -522,10 +524,15 @@ def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:
     """The fewest groups merged that fill a 16-channel step (C/g = 4: four), 128 frame rows
     (64 where an image has fewer), 4 warps, four walking programs an SM: tuning's choice on the
     three stride-1 ResNeXt rows it won (session 28, H200; one item a program was 1.2x-1.6x slower,
-    benchmarks/probe_grouped.py), and the best or within 3% of it on the stride-2 rows (session 29)."""
-    smallest = grouped_halo_smallest(problem)
+    benchmarks/probe_grouped.py), and the best or within 3% of it on the stride-2 rows (session 29);
+    64 rows where 128 do not fit the kernel's shared memory."""
+    smallest = replace(grouped_halo_smallest(problem), persistent=GROUPED_HALO_WALKERS)
     frame = problem.out_h * grouped_halo_frame_width(problem)
-    return replace(smallest, block_m=128 if frame > 64 else 64, persistent=GROUPED_HALO_WALKERS)
+    config = replace(smallest, block_m=128)
+    # (64 rows where 128 would pass the kernel's shared-memory bound: the phases of a stride past
+    # 2, a long dilated reach; the smallest tile fits wherever the kernel runs.)
+    fits = grouped_halo_tiling(problem, config).shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES
+    return config if frame > 64 and fits else smallest
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:

@@ -240,17 +240,18 @@ def conv2d_grouped_halo_kernel(
     i = 0
     for item in range(first, ITEMS, step):
         nxt = item + step
-        if nxt < ITEMS:  # the next item's rows into the other buffer (its last reads ended at the barrier below)
+        async_copy.wait_group(0)  # this item's rows (the one group in flight)
+        # One barrier an item: every thread's copies (and the filter's stores) are in before any
+        # thread reads them, and every thread is done with the other buffer (the last item's taps)
+        # before the next item's rows go there.
+        gl.thread_barrier()
+        if nxt < ITEMS:
             n1 = nxt // blocks
             if INT64:
                 n1 = n1.to(gl.int64)
             _stage_rows(frame, ((i + 1) % 2) * ROWS,
                         x_ptr + gl.multiple_of(n1 * stride_xn, COPY_VEC), cx, (nxt % blocks) * BLOCK_M, H, W, FWP,
                         pad_h, pad_w, stride_xh, stride_xw, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
-            async_copy.wait_group(1)
-        else:
-            async_copy.wait_group(0)
-        gl.thread_barrier()  # every thread's copies (and the filter's stores) are in before any thread reads them
 
         acc = _frame_taps(frame, (i % 2) * ROWS, w_taps, w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA),
                           FWP, PR, U, V, DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
@@ -305,5 +306,4 @@ def conv2d_grouped_halo_kernel(
         acc = apply_activation(acc, ACTIVATION, alpha, beta)
         out_offs = n * stride_on + (p * stride_op + q * stride_oq)[:, None] + (k_out * stride_ok)[None, :]
         gl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=ok)
-        gl.thread_barrier()  # this buffer's reads are done before the next item's copies refill it
         i += 1
