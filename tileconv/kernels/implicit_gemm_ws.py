@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import output_pixels, store_output_tile, swizzle_tile, tile_origin, tile_pixels
+from .common import apply_activation, output_pixels, store_output_tile, swizzle_tile, tile_origin, tile_pixels
 
 
 @gluon.jit
@@ -156,14 +156,25 @@ def _mma_partition(
             mbarrier.arrive(turn.index(1 - CONSUMER))
         own += 1
 
-        out = gl.convert_layout(acc, out_layout)
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
         img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         n, p, q, mask_m = tile_pixels(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
                                       M, PI, P, Q, BOX_Q, INT64)
-        store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
-                          stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                          alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
+        if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
+            store_output_tile(gl.convert_layout(acc, out_layout), out_ptr, bias_ptr, res_ptr, n, p, q, mask_m,
+                              offs_k, offs_k < K, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
+                              stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
+        else:
+            # Bias and activation in the MMA's own layout, the cast before the layout conversion:
+            # half the bytes through shared memory while the tensor cores wait (the same values).
+            if HAS_BIAS:
+                offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+                acc += gl.load(bias_ptr + offs_b, mask=offs_b < K, other=0.0).to(gl.float32)[None, :]
+            out = gl.convert_layout(apply_activation(acc, ACTIVATION, alpha, beta).to(out_ptr.dtype.element_ty),
+                                    out_layout)
+            store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
+                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
+                              alpha, beta, 0, False, False)
 
 
 @gluon.jit
