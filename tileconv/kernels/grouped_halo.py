@@ -61,9 +61,9 @@ reduction over their accumulators.
                       * w[k, c, r, s],   g = k // (K/g)
 
 Any stride (the staged phases bound it through shared memory), channels_last input and
-output, fp16 or bf16, CM a multiple of 16 and KM of 8 (powers of two). Gluon kernels compile only for a GPU: under Triton's interpreter this
-algorithm is unsupported (the launcher's reason says so) and its tests run on the GPU; CI
-compiles it for sm_90 (``benchmarks/sass.py``).
+output, fp16 or bf16, CM a multiple of 16 and KM of 8 (powers of two). Gluon kernels compile
+only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
+reason says so) and its tests run on the GPU; CI compiles it for sm_90 (``benchmarks/sass.py``).
 """
 
 from triton.experimental import gluon
@@ -124,14 +124,20 @@ def _frame_taps(rows, base, w_taps, w_regs, acc, FWP, PR: gl.constexpr, U: gl.co
 
 
 @gluon.jit
-def _stage_rows(frame, base, x_img, cx, m0, H, W, FWP, pad_h, pad_w, stride_xh, stride_xw,
-                PR: gl.constexpr, U: gl.constexpr, V: gl.constexpr, CHUNKS: gl.constexpr,
+def _stage_item(frame, base, x_ptr, item, blocks, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh, stride_xw,
+                BLOCK_M: gl.constexpr, PR: gl.constexpr, U: gl.constexpr, V: gl.constexpr, CHUNKS: gl.constexpr,
                 CHUNK: gl.constexpr, XL: gl.constexpr, CHUNK_PLANE: gl.constexpr, COPY_VEC: gl.constexpr,
                 INT64: gl.constexpr):
-    """Start the copies of rows [m0, m0 + PR) of each of the U*V phase frames of one image into
-    ``frame``'s rows from ``base`` on (phase (a, b)'s rows from base + (a*V + b)*PR on):
-    16-byte cp.async copies, zeros where the frame is padding. Phase frame (a, b)'s row i,
-    column j is padded-frame pixel (i*U + a, j*V + b)."""
+    """Start the copies of ``item`` (image item // blocks, phase-frame rows from
+    m0 = (item % blocks) * BLOCK_M): rows [m0, m0 + PR) of each of the U*V phase frames into
+    ``frame``'s rows from ``base`` on (phase (a, b)'s from base + (a*V + b)*PR on), by 16-byte
+    cp.async copies, zeros where the frame is padding. Phase frame (a, b)'s row i, column j is
+    padded-frame pixel (i*U + a, j*V + b)."""
+    n = item // blocks
+    if INT64:
+        n = n.to(gl.int64)
+    x_img = x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC)
+    m0 = (item % blocks) * BLOCK_M
     for chunk in gl.static_range(CHUNKS):
         v = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
         phase = v // PR
@@ -213,12 +219,8 @@ def conv2d_grouped_halo_kernel(
     cx = gm * CM + gl.arange(0, CM, layout=gl.SliceLayout(0, XL))
     cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
     if first < ITEMS:
-        n0 = first // blocks
-        if INT64:
-            n0 = n0.to(gl.int64)
-        _stage_rows(frame, 0, x_ptr + gl.multiple_of(n0 * stride_xn, COPY_VEC), cx,
-                    (first % blocks) * BLOCK_M, H, W, FWP, pad_h, pad_w, stride_xh, stride_xw,
-                    PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
+        _stage_item(frame, 0, x_ptr, first, blocks, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh, stride_xw,
+                    BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
     # The filter, while the copies fly: R*S block-diagonal [CM, KM] matrices.
     w_taps = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [R * S, CM, KM], FILTER)
@@ -246,12 +248,8 @@ def conv2d_grouped_halo_kernel(
         # before the next item's rows go there.
         gl.thread_barrier()
         if nxt < ITEMS:
-            n1 = nxt // blocks
-            if INT64:
-                n1 = n1.to(gl.int64)
-            _stage_rows(frame, ((i + 1) % 2) * ROWS,
-                        x_ptr + gl.multiple_of(n1 * stride_xn, COPY_VEC), cx, (nxt % blocks) * BLOCK_M, H, W, FWP,
-                        pad_h, pad_w, stride_xh, stride_xw, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
+            _stage_item(frame, ((i + 1) % 2) * ROWS, x_ptr, nxt, blocks, cx, H, W, FWP, pad_h, pad_w, stride_xn,
+                        stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
         acc = _frame_taps(frame, (i % 2) * ROWS, w_taps, w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA),
                           FWP, PR, U, V, DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
@@ -281,13 +279,9 @@ def conv2d_grouped_halo_kernel(
                     gl.thread_barrier()  # this group's reads are done before the next one's stores
                 acc = redone
                 if nxt < ITEMS:
-                    n1 = nxt // blocks
-                    if INT64:
-                        n1 = n1.to(gl.int64)
-                    _stage_rows(frame, ((i + 1) % 2) * ROWS,
-                                x_ptr + gl.multiple_of(n1 * stride_xn, COPY_VEC), cx, (nxt % blocks) * BLOCK_M,
-                                H, W, FWP, pad_h, pad_w, stride_xh, stride_xw, PR, U, V, CHUNKS, CHUNK, XL,
-                                CHUNK_PLANE, COPY_VEC, INT64)
+                    _stage_item(frame, ((i + 1) % 2) * ROWS, x_ptr, nxt, blocks, cx, H, W, FWP, pad_h, pad_w,
+                                stride_xn, stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE,
+                                COPY_VEC, INT64)
 
         # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
         n = item // blocks
