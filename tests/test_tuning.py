@@ -664,6 +664,12 @@ def test_grouped_halo_tiles_fit_its_shared_memory(monkeypatch):
         for config in [default_config(problem, "grouped_halo"), *grouped_halo_candidates(problem)]:
             tiling = launch.grouped_halo_tiling(problem, config)
             assert tiling.shared_bytes(problem) <= launch.GROUPED_HALO_MAX_SHARED_BYTES, (problem.describe(), config)
+    # The tiles that won session 29's probe are among those the 12-candidate cut keeps (the list
+    # interleaves the algorithms: a tile late in grouped_halo's own list is never timed).
+    monkeypatch.setattr(heuristics, "INTERPRET", False)
+    first = get_suite("grouped")[0].problem(torch.float16, "nhwc")  # c128 hw56/1
+    kept = [config for name, config in candidates(first, DeviceLimits(), max_candidates=12) if name == "grouped_halo"]
+    assert (256, 4) in [(config.block_m, config.persistent) for config in kept], kept
     strided = get_suite("grouped")[1].problem(torch.float16, "nhwc")  # c256 hw56/2
     assert strided.stride == (2, 2)
     tiling = launch.grouped_halo_tiling(strided, default_config(strided, "grouped_halo"))

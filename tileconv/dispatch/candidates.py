@@ -675,15 +675,17 @@ def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None 
 def grouped_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """grouped_halo tiles: the default, then 64, 128 and 256 frame rows, 4 warps, the fewest
     groups merged and (for C/g = 32) 32 channels, 2 and 4 walking programs an SM (one item a
-    program never won: session 29's probe, every ResNeXt row); configs past the kernel's
-    shared-memory bound are left out."""
+    program never won: session 29's probe, every ResNeXt row), in the order of how often they
+    won that probe (the candidate list is cut at 12 across the algorithms: only the first two or
+    three of these get timed); configs past the kernel's shared-memory bound are left out."""
     start = default_config(problem, "grouped_halo")
     fitted = [start]
-    for block_m in (64, 128, 256):
-        for persistent in (2, 4):
-            config = replace(start, block_m=block_m, persistent=persistent)
-            if grouped_halo_tiling(problem, config).shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES:
-                fitted.append(config)
+    # 256 rows at 4 an SM: c128 hw56/1 46.1-46.5 us against 48.6-48.9 at 128 (calls 4-6); 128 rows
+    # at 2 an SM: c512 hw28/2 23.8 / 23.7 against 24.4 / 24.7 at 4 (calls 3, 5) (H200, session 29).
+    for block_m, persistent in ((256, 4), (128, 2), (64, 4), (256, 2), (64, 2), (128, 4)):
+        config = replace(start, block_m=block_m, persistent=persistent)
+        if grouped_halo_tiling(problem, config).shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES:
+            fitted.append(config)
     return list(dict.fromkeys(fitted))
 
 
