@@ -37,7 +37,7 @@ def configs(p, widths=None):
                     tiling = launch.grouped_halo_tiling(p, config)
                 except ValueError:
                     continue
-                if tiling.shared_bytes(p) <= launch.GROUPED_HALO_MAX_SHARED_BYTES and 8 <= tiling.km <= 64:
+                if tiling.fits(p) and 8 <= tiling.km <= 64:
                     out.append(config)
     return out
 

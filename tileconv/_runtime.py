@@ -56,10 +56,15 @@ BLOCK_SHARED_RESERVE = 1024
 _sm_shared: dict[int, int] = {}
 
 
+def programs_fitting(per_sm_bytes: int, shared_bytes: int) -> int:
+    """Programs of ``shared_bytes`` shared memory each (plus a block's reserve) that fit an SM
+    of ``per_sm_bytes`` at once, at least 1."""
+    return max(1, per_sm_bytes // (shared_bytes + BLOCK_SHARED_RESERVE))
+
+
 def programs_resident(device, shared_bytes: int) -> int:
-    """Programs of ``shared_bytes`` shared memory each that fit one SM of ``device`` at once
-    (at least 1; shared memory only: registers and warps may bound it lower). Read once per
-    device, as :func:`sm_count`."""
+    """:func:`programs_fitting` on one SM of ``device`` (shared memory only: registers and
+    warps may bound it lower). Read once per device, as :func:`sm_count`."""
     if device.type != "cuda":
         per_sm = DEFAULT_SM_SHARED_BYTES
     else:
@@ -70,4 +75,4 @@ def programs_resident(device, shared_bytes: int) -> int:
 
             props = torch.cuda.get_device_properties(index)
             per_sm = _sm_shared[index] = getattr(props, "shared_memory_per_multiprocessor", 0) or DEFAULT_SM_SHARED_BYTES
-    return max(1, per_sm // (shared_bytes + BLOCK_SHARED_RESERVE))
+    return programs_fitting(per_sm, shared_bytes)

@@ -37,7 +37,6 @@ import triton
 from .._runtime import pow2_at_least
 from ..kernels import ALGORITHMS, LaunchConfig
 from ..kernels.launch import (
-    GROUPED_HALO_MAX_SHARED_BYTES,
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
     MAX_HALO_SHARED_BYTES,
@@ -684,7 +683,7 @@ def grouped_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = 
     # at 2 an SM: c512 hw28/2 23.8 / 23.7 against 24.4 / 24.7 at 4 (calls 3, 5) (H200, session 29).
     for block_m, persistent in ((256, 4), (128, 2), (64, 4), (256, 2), (64, 2), (128, 4)):
         config = replace(start, block_m=block_m, persistent=persistent)
-        if grouped_halo_tiling(problem, config).shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES:
+        if grouped_halo_tiling(problem, config).fits(problem):
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 

@@ -16,7 +16,6 @@ from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.backward import BACKWARD_ALGORITHMS
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
-    GROUPED_HALO_MAX_SHARED_BYTES,
     GROUPED_HALO_WALKERS,
     MAX_DENSE_TOEPLITZ_COLUMNS,
     MAX_DENSE_TOEPLITZ_VALUES,
@@ -531,8 +530,7 @@ def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:
     config = replace(smallest, block_m=128)
     # (64 rows where 128 would pass the kernel's shared-memory bound: the phases of a stride past
     # 2, a long dilated reach; the smallest tile fits wherever the kernel runs.)
-    fits = grouped_halo_tiling(problem, config).shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES
-    return config if frame > 64 and fits else smallest
+    return config if frame > 64 and grouped_halo_tiling(problem, config).fits(problem) else smallest
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:

@@ -38,7 +38,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import apply_activation, output_pixels, store_output_tile, swizzle_tile, tile_origin, tile_pixels
+from .common import epilogue_at, output_pixels, store_output_tile, swizzle_tile, tile_origin, tile_pixels
 
 
 @gluon.jit
@@ -167,11 +167,10 @@ def _mma_partition(
         else:
             # Bias and activation in the MMA's own layout, the cast before the layout conversion:
             # half the bytes through shared memory while the tensor cores wait (the same values).
-            if HAS_BIAS:
-                offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
-                acc += gl.load(bias_ptr + offs_b, mask=offs_b < K, other=0.0).to(gl.float32)[None, :]
-            out = gl.convert_layout(apply_activation(acc, ACTIVATION, alpha, beta).to(out_ptr.dtype.element_ty),
-                                    out_layout)
+            offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+            acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
+                              ACTIVATION, HAS_BIAS, False)
+            out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
             store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, 0, False, False)

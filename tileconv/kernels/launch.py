@@ -16,13 +16,13 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTen
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import (
-    BLOCK_SHARED_RESERVE,
     DEFAULT_SM_SHARED_BYTES,
     INT32_LIMIT,
     INTERPRET,
     cdiv,
     kernel_strides,
     pow2_at_least,
+    programs_fitting,
     programs_resident,
     sm_count,
 )
@@ -1196,6 +1196,10 @@ class GroupedHaloTiling:
         staged = (self.plane_rows or 2 * self.rows) * self.cm * problem.itemsize
         return staged + problem.r * problem.s * self.cm * self.km * problem.itemsize
 
+    def fits(self, problem: ConvProblem) -> bool:
+        """Whether the tile is within the kernel's shared-memory bound."""
+        return self.shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES
+
 
 def grouped_halo_frame_width(problem: ConvProblem) -> int:
     """Columns of each phase frame that grouped_halo stages: Q + ((S-1)*dil_w) // stride_w, an
@@ -1204,6 +1208,7 @@ def grouped_halo_frame_width(problem: ConvProblem) -> int:
     return problem.out_w + (problem.s - 1) * problem.dilation[1] // problem.stride[1]
 
 
+@functools.cache
 def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHaloTiling:
     """:class:`GroupedHaloTiling` of ``config``; a ``ValueError`` naming the field if it cannot
     describe a grouped_halo tile of ``problem``."""
@@ -1231,13 +1236,10 @@ def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHa
     # (H200, probe_grouped.py) measured planar 1.03x-1.06x on the stride-1 ResNeXt rows (rows
     # 192-256), and 0.79x-0.84x on the stride-2 ones (576-640 rows: 70 KB against 45, three
     # programs an SM for four).
-    walkers = GROUPED_HALO_WALKERS
-
     def resident(tiling):
-        return min(walkers, DEFAULT_SM_SHARED_BYTES // (tiling.shared_bytes(problem) + BLOCK_SHARED_RESERVE))
+        return min(GROUPED_HALO_WALKERS, programs_fitting(DEFAULT_SM_SHARED_BYTES, tiling.shared_bytes(problem)))
 
-    fits = planar.shared_bytes(problem) <= GROUPED_HALO_MAX_SHARED_BYTES
-    return planar if fits and resident(planar) >= resident(packed) else packed
+    return planar if planar.fits(problem) and resident(planar) >= resident(packed) else packed
 
 
 def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -1265,7 +1267,7 @@ def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
         return str(error)
     if tiling.km < 8 or tiling.km > 64:
         return f"its output tile is K/g * merged groups = {tiling.km} channels: it needs 8 to 64"
-    if tiling.shared_bytes(problem) > GROUPED_HALO_MAX_SHARED_BYTES:
+    if not tiling.fits(problem):
         return (f"a {tiling.block_m}-row tile's staged frame ({tiling.rows} rows) and filter need more than "
                 f"{GROUPED_HALO_MAX_SHARED_BYTES // 1024} KB of shared memory (stride {problem.stride}, "
                 f"dilation {problem.dilation})")
@@ -1293,8 +1295,9 @@ def launch_grouped_halo(
     An input whose channels are not contiguous or whose pixel strides are not multiples of 16
     bytes (a sliced view) is copied to channels_last first."""
     tiling = grouped_halo_tiling(problem, config)
-    if tiling.shared_bytes(problem) > GROUPED_HALO_MAX_SHARED_BYTES:
-        raise ValueError(f"config {config}: grouped_halo's staged rows and filter need {tiling.shared_bytes(problem)} "
+    shared = tiling.shared_bytes(problem)
+    if not tiling.fits(problem):
+        raise ValueError(f"config {config}: grouped_halo's staged rows and filter need {shared} "
                          f"bytes of shared memory, more than {GROUPED_HALO_MAX_SHARED_BYTES}")
     if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
         x = x.contiguous(memory_format=torch.channels_last)
@@ -1306,7 +1309,7 @@ def launch_grouped_halo(
     # the next item's rows copied while this one's taps run), no more than fit an SM's shared
     # memory at once (a program that waits for a free SM only adds a tail); 0: one item a program.
     # (A whole number of programs a merged group: the grid is a multiple of group_blocks.)
-    walking = min(config.persistent, programs_resident(x.device, tiling.shared_bytes(problem)))
+    walking = min(config.persistent, programs_resident(x.device, shared))
     walkers = max(1, sm_count(x.device) * walking // group_blocks) if config.persistent else items
     grid = (group_blocks * max(1, min(items, walkers)),)
     return launch(conv2d_grouped_halo_kernel, grid,
