@@ -83,6 +83,8 @@ def _specialise(kernel, args, kwargs):
             signature[name] = "fp32"
         elif isinstance(value, bool):
             signature[name], constexprs[(index,)] = "constexpr", value
+        elif value is None:  # an argument left out (a descriptor a variant does without): a constant
+            signature[name], constexprs[(index,)] = "constexpr", None
         elif name in skip:
             signature[name] = "i32"
         elif value == 1:

@@ -437,6 +437,16 @@ CONFIG_CASES = [
          activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 64, 8, 4, 6, pingpong=1)),
     Case(4, 24, 64, 64, 136, 3, 3, stride=2, padding=1, dtype="tf32", layout="nhwc", activation="silu",
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4, pingpong=1)),
+    # ... the TMA-store epilogue (no residual, a dense channels_last output): a 128x256 tile in four
+    # 64-column chunks with M and K tails (K = 200: the last chunk clipped); two 128x128 tiles a
+    # program over 256 tiles (the chunk buffers reused across tiles); K = 20, whose 40-byte rows
+    # no descriptor takes (pointer stores).
+    Case(2, 32, 9, 11, 200, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="implicit_gemm_ws", config=LaunchConfig(128, 256, 64, 8, 8, 4)),
+    Case(4, 32, 64, 64, 256, 3, 3, padding=1, dtype="bf16", layout="nhwc", bias=True, activation="silu",
+         algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 32, 8, 4, 4)),
+    Case(1, 16, 5, 5, 20, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True,
+         algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # gemm_1x1_ws (Gluon, Hopper only: skipped under the interpreter): gemm_1x1's views through a
     # one-warp TMA loader. Stride 1 with M, K and C tails (C = 40 in a 64-channel step: zero fill
     # on both operands), the whole epilogue; strided with merged images (2 rows of 8 columns for
@@ -453,6 +463,9 @@ CONFIG_CASES = [
          algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4)),
     Case(16, 32, 64, 64, 320, 1, 1, stride=2, dtype="fp16", layout="nhwc", bias=True, residual=True,
          activation="relu", algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4, pingpong=1)),
+    # ... stride 1 without a residual: the TMA-store epilogue (K = 136: a clipped last chunk).
+    Case(2, 64, 7, 9, 136, 1, 1, dtype="bf16", layout="nhwc", bias=True, activation="silu",
+         algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,

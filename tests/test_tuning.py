@@ -674,3 +674,32 @@ def test_grouped_halo_tiles_fit_its_shared_memory(monkeypatch):
     assert strided.stride == (2, 2)
     tiling = launch.grouped_halo_tiling(strided, default_config(strided, "grouped_halo"))
     assert 228 * 1024 // (tiling.shared_bytes(strided) + 1024) >= launch.GROUPED_HALO_WALKERS
+
+
+def test_ws_tma_epilogue_where_it_fits():
+    """The warp-specialized kernels' TMA-store epilogue (``launch._ws_output_descriptor``): a
+    (N*P*Q, K) descriptor of 128-byte column chunks for a dense channels_last output; pointer
+    stores (None) with a residual, ping-pong, box tiles, an NCHW output, a tile of more than
+    four chunks, or a ring that leaves no room for the chunk buffers (the 227 KB a program has
+    on sm_90)."""
+    from tileconv.kernels import launch
+
+    problem = get_suite("seed")[0].problem(torch.float16, "nhwc")  # seed000
+    out = torch.empty(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
+    config = LaunchConfig(block_m=128, block_n=256, block_k=64, group_m=8, num_warps=8, num_stages=4)
+
+    def descriptor(config=config, residual=None, out=out, problem=problem, box_q=0):
+        return launch._ws_output_descriptor(problem, residual, out, config, config.block_k, box_q)
+
+    desc = descriptor()
+    assert desc is not None and list(desc.block_shape) == [128, 64]
+    assert list(desc.shape) == [problem.gemm_m, problem.k]
+    assert descriptor(residual=out) is None
+    assert descriptor(config=replace(config, num_warps=4, pingpong=1)) is None
+    assert descriptor(box_q=7) is None
+    assert descriptor(out=torch.empty(problem.output_shape, dtype=problem.dtype)) is None  # NCHW
+    assert descriptor(config=replace(config, num_stages=5)) is None  # 240 KB of ring
+    tf32 = replace(problem, dtype=torch.float32, allow_tf32=True)
+    assert descriptor(problem=tf32, out=out.float()) is None  # 256 float32 columns: eight chunks
+    desc = descriptor(problem=tf32, out=out.float(), config=replace(config, block_n=128, num_stages=3))
+    assert desc is not None and list(desc.block_shape) == [128, 32]

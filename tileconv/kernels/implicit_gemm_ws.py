@@ -104,9 +104,46 @@ def _loader_partition(
 
 
 @gluon.jit
+def _column_halves(x):
+    """The left and right halves of a [rows, columns] register tile (columns split at the middle:
+    in the wgmma accumulator's layout a register choice, no data moves)."""
+    ROWS: gl.constexpr = x.shape[0]
+    HALF: gl.constexpr = x.shape[1] // 2
+    return gl.split(gl.permute(gl.reshape(x, [ROWS, 2, HALF]), (0, 2, 1)))
+
+
+@gluon.jit
+def _store_tile_tma(out, out_desc, epi, row, col):
+    """Store the finished [BLOCK_M, BLOCK_N] tile ``out`` (the output's dtype, any layout) at
+    (``row``, ``col``) of the output matrix by the copy engine, ``EPI_N`` columns at a time
+    through the two [BLOCK_M, EPI_N] buffers ``epi`` in turn: each chunk written to shared
+    memory, then one bulk copy (rows past M and columns past K clipped by the engine). A buffer
+    is written again only once the copy before last has read it (``store_wait(1)``), so the MMA
+    warps never wait for a store to land, only for the stores into shared memory."""
+    EPI_N: gl.constexpr = epi.type.shape[2]
+    CHUNKS: gl.constexpr = out.shape[1] // EPI_N
+    gl.static_assert(CHUNKS == 1 or CHUNKS == 2 or CHUNKS == 4, "a tile is stored in 1, 2 or 4 column chunks")
+    if CHUNKS == 1:
+        chunks = (out,)
+    elif CHUNKS == 2:
+        chunks = _column_halves(out)
+    else:
+        left, right = _column_halves(out)
+        l0, l1 = _column_halves(left)
+        r0, r1 = _column_halves(right)
+        chunks = (l0, l1, r0, r1)
+    for j in gl.static_range(CHUNKS):
+        tma.store_wait(1)  # this buffer's copy before last has read it
+        buf = epi.index(j % 2)
+        buf.store(chunks[j])
+        fence_async_shared()  # the stores, seen by the copy engine (the async proxy)
+        tma.async_copy_shared_to_global(out_desc, [row, col + j * EPI_N], buf)
+
+
+@gluon.jit
 def _mma_partition(
     a_bufs, b_bufs, ready, empty, turn,
-    out_ptr, bias_ptr, res_ptr,
+    out_ptr, bias_ptr, res_ptr, out_desc, epi,  # out_desc, epi: the TMA-store epilogue's (EPI_TMA)
     M, K, P, Q, PI, num_m, steps,  # num_m tiles along M, steps a tile; PI: a box grid's rows (BOX_Q > 0)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
@@ -116,6 +153,7 @@ def _mma_partition(
     MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
     CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
     BOX_Q: gl.constexpr,  # 0: the M tile is BLOCK_M consecutive output pixels; else a box (common.tile_origin)
+    EPI_TMA: gl.constexpr,  # the tile leaves by TMA stores from ``epi`` (no residual, BOX_Q = 0)
 ):
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
     consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
@@ -124,6 +162,7 @@ def _mma_partition(
     to end): a ring stage's mbarrier is waited on by phase parity, which tells apart only
     the next fill from the one before, so no consumer may wait for a fill two ahead (the
     first form, without turns, hung on the GPU)."""
+    gl.static_assert(not EPI_TMA or (BOX_Q == 0 and CONSUMERS == 1), "TMA stores: pixel-run tiles, one consumer")
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                         instr_shape=[16, BLOCK_N, MMA_K])
@@ -170,16 +209,22 @@ def _mma_partition(
             offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
             acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
                               ACTIVATION, HAS_BIAS, False)
-            out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
-            store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, 0, False, False)
+            if EPI_TMA:  # from the MMA layout into shared memory, out by the copy engine
+                _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N)
+            else:
+                out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
+                store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
+                                  stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp,
+                                  stride_rq, alpha, beta, 0, False, False)
+    if EPI_TMA:
+        tma.store_wait(0)  # the last copies have read shared memory before the program ends
 
 
 @gluon.jit
 def conv2d_implicit_gemm_ws_kernel(
     x_ptr,  # input, any strides with channels contiguous (channels_last)
     w_desc,  # TensorDescriptor over the weight as (K, R*S*C) ((r, s, c) order), block (BLOCK_N, BLOCK_K)
+    out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     M, H, W, C, K, P, Q,  # M = N*P*Q output pixels
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
@@ -196,6 +241,7 @@ def conv2d_implicit_gemm_ws_kernel(
     NUM_WARPS: gl.constexpr,  # each MMA partition's warps (the kernel's num_warps)
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr,  # 1, or 2 MMA partitions in ping-pong
     INT64: gl.constexpr,
+    EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
 ):
     dtype: gl.constexpr = w_desc.dtype
     VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
@@ -205,6 +251,14 @@ def conv2d_implicit_gemm_ws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # ping-pong's main-loop turns
+    # The TMA-store epilogue's descriptor and two column-chunk buffers (see _store_tile_tma); without
+    # it, stand-ins the partitions never touch (warp_specialize takes no None among its arguments).
+    epi = turn
+    out_tma = w_desc
+    if EPI_TMA:
+        epi = gl.allocate_shared_memory(out_desc.dtype, [2, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
+                                        out_desc.layout)
+        out_tma = out_desc
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
@@ -218,27 +272,27 @@ def conv2d_implicit_gemm_ws_kernel(
     # the constexprs in it into tensors.)
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, P, num_m, steps,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, 0)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
         ], [LOADER_WARPS], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, P, num_m, steps,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, 0)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, P, num_m, steps,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, 0)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
 
 
@@ -278,6 +332,7 @@ def conv1x1_ws_kernel(
     x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M, BLOCK_K); or (BOX_Q > 0) over the
              # strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
     w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
+    out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     M, K, C, P, Q, num_m, PI,  # M = N*P*Q; num_m M tiles (the host's count); PI: the box grid's rows (common.tile_origin)
     stride_on, stride_ok, stride_op, stride_oq,
@@ -288,6 +343,7 @@ def conv1x1_ws_kernel(
     BOX_Q: gl.constexpr,  # 0: stride 1, x a 2D matrix; else the box's columns
     STAGES: gl.constexpr, LOADER_REGS: gl.constexpr, MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr,
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, INT64: gl.constexpr,
+    EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
 ):
     """A 1x1 unpadded convolution of any stride, warp-specialized as the kernel above, with
     both operands by bulk copy: a one-warp loader (TMA, zero fill for every tail: C need not
@@ -299,6 +355,14 @@ def conv1x1_ws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    # The TMA-store epilogue's descriptor and two column-chunk buffers (see _store_tile_tma); without
+    # it, stand-ins the partitions never touch (warp_specialize takes no None among its arguments).
+    epi = turn
+    out_tma = w_desc
+    if EPI_TMA:
+        epi = gl.allocate_shared_memory(out_desc.dtype, [2, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
+                                        out_desc.layout)
+        out_tma = out_desc
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
@@ -308,23 +372,23 @@ def conv1x1_ws_kernel(
     steps = gl.cdiv(C, BLOCK_K)
     if CONSUMERS == 1:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, PI, num_m, steps,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, PI, num_m, steps,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
-            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, M, K, P, Q, PI, num_m, steps,
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
                               alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA)),
         ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

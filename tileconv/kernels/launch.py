@@ -16,6 +16,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTen
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .._runtime import (
+    BLOCK_SHARED_RESERVE,
     DEFAULT_SM_SHARED_BYTES,
     INT32_LIMIT,
     INTERPRET,
@@ -407,14 +408,43 @@ def launch_implicit_gemm_ws(
     w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], _GLUON_DTYPES[problem.dtype])
     w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    out_desc = _ws_output_descriptor(problem, residual, out, config, block_k)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
     return launch(conv2d_implicit_gemm_ws_kernel, (min(tiles, sm_count(out.device)),),
-                  x, w_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
+                  x, w_desc, out_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
                   problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
                   *epilogue_strides, problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
-                  LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, **options)
+                  LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None, **options)
+
+
+WS_EPILOGUE_BYTES = 128  # the widest column chunk a TMA store of the epilogue writes: one swizzle span
+
+
+def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, out: torch.Tensor,
+                          config: LaunchConfig, block_k: int, box_q: int = 0) -> GluonTensorDescriptor | None:
+    """The warp-specialized kernels' TMA-store epilogue (``EPI_TMA``): a descriptor over the output
+    as the (N*P*Q, K) matrix, block (BLOCK_M, EPI_N) with EPI_N the columns of 128 bytes; None
+    where the tile leaves by pointer stores instead: a residual (read in the stores' layout),
+    ping-pong (two consumers would share the buffers), box tiles (``box_q``), an output that is
+    not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
+    no room for the two chunk buffers."""
+    epi_n = min(config.block_n, WS_EPILOGUE_BYTES // problem.itemsize)
+    ring = config.num_stages * (config.block_m + config.block_n) * block_k * problem.itemsize
+    if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n
+            or ring + 2 * config.block_m * epi_n * problem.itemsize + 1024  # (+ the barriers, the compiler's scratch)
+            > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE):
+        return None
+    out2d = out.permute(0, 2, 3, 1)
+    if not out2d.is_contiguous():
+        return None
+    out2d = out2d.reshape(problem.gemm_m, problem.k)
+    if not describable(out2d, problem.itemsize):
+        return None
+    block = [config.block_m, epi_n]
+    return GluonTensorDescriptor.from_tensor(
+        out2d, block, gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[problem.dtype]))
 
 
 def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
@@ -468,12 +498,13 @@ def launch_gemm_1x1_ws(
     w_block = [config.block_n, config.block_k]
     w_desc = GluonTensorDescriptor.from_tensor(b2d, w_block, gl.NVMMASharedLayout.get_default_for(w_block, dtype))
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
     tiles = views.m_tiles * cdiv(problem.k, config.block_n)
     return launch(conv1x1_ws_kernel, (min(tiles, sm_count(out.device)),),
-                  a_desc, w_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+                  a_desc, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
                   views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                  BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, **options)
+                  BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None, **options)
 
 
 def describable(t: torch.Tensor, itemsize: int) -> bool:
