@@ -1,9 +1,12 @@
-"""Kernel-development probe for one device call: the warp-specialized kernels' TMA-store epilogue
-(``launch._ws_output_descriptor``) against their pointer-store epilogue, on every seed and
-ResNet-50 row (fp16, channels_last) the dispatcher sends to ``implicit_gemm_ws`` or
-``gemm_1x1_ws``, beside cuDNN in the same process.
+"""Kernel-development probe for one device call: a change (variant A, the code as it is) against
+the launcher's choice before it (variant B, put back for the run), beside cuDNN in the same
+process, on the suites' rows (fp16, channels_last) that the dispatcher sends to the kernels the
+change is about.
 
-    python3 benchmarks/probe_epilogue.py [--epilogue none|bias_relu] [--rounds 3]
+    python3 benchmarks/probe_ab.py epilogue [--epilogue none|bias_relu] [--suites seed,resnet50]
+
+- epilogue: implicit_gemm_ws's and gemm_1x1_ws's TMA-store epilogue against their pointer stores
+  (``launch._ws_output_descriptor`` returning None).
 
 Each variant is timed ``--rounds`` times in turn (A, B, A, B, ...: the machine's drift falls on
 both), each time by ``triton.testing.do_bench`` (L2 cleared before every run, median), and its
@@ -15,7 +18,6 @@ import json
 import os
 import statistics
 import sys
-from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
 import torch
@@ -31,42 +33,17 @@ from tileconv.functional import conv2d_problem
 from tileconv.kernels import launch
 from tileconv.testing import compare, random_inputs, tolerance
 
-
-def batched_copies(problem, config):
-    """grouped_halo's tiling as it was before one copy an item: a planar frame copied in batches of
-    ``chunk`` rows (the launcher's old formula), a barrier each."""
-    tiling = new_tiling(problem, config)
-    if not tiling.planar:
-        return tiling
-    chunk = max(launch.GROUPED_HALO_CHUNK, 32 * config.num_warps * (16 // problem.itemsize) // config.block_n)
-    staged = problem.stride[0] * problem.stride[1] * tiling.phase_rows
-    return replace(tiling, rows=-(-staged // chunk) * chunk, chunk=chunk)
-
-
-def packed_one_copy(problem, config):
-    """grouped_halo's packed frames (the strided rows) staged by one copy an item too: their buffers
-    grown to a power of two of rows (more shared memory: fewer programs may fit an SM)."""
-    tiling = new_tiling(problem, config)
-    if tiling.planar:
-        return tiling
-    rows = launch.pow2_at_least(problem.stride[0] * problem.stride[1] * tiling.phase_rows)
-    return replace(tiling, rows=rows, chunk=rows)
-
-
 parser = argparse.ArgumentParser()
-parser.add_argument("change", choices=("epilogue", "grouped-copy", "grouped-copy-packed"))
+parser.add_argument("change", choices=("epilogue",))
 parser.add_argument("--epilogue", default="none")
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--suites", default=None)
 args = parser.parse_args()
 torch.backends.cudnn.benchmark = True
 print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, torch.backends.cudnn.version(), flush=True)
-new_tiling = launch.grouped_halo_tiling
 CHANGES = {  # change: (the launcher's attribute, A, B, the algorithms it is about, default suites)
     "epilogue": ("_ws_output_descriptor", launch._ws_output_descriptor, lambda *a, **k: None,
                  ("implicit_gemm_ws", "gemm_1x1_ws"), "seed,resnet50"),
-    "grouped-copy": ("grouped_halo_tiling", new_tiling, batched_copies, ("grouped_halo",), "grouped"),
-    "grouped-copy-packed": ("grouped_halo_tiling", packed_one_copy, new_tiling, ("grouped_halo",), "grouped"),
 }
 attribute, new, old, algorithms, suites = CHANGES[args.change]
 variants = {"A": new, "B": old}
@@ -78,15 +55,15 @@ for suite in (args.suites or suites).split(","):
         if algo.name not in algorithms:
             continue
         i = random_inputs(p, "cuda", seed=0)
-        ref = p.epilogue.torch_apply(F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation),
+        ref = p.epilogue.torch_apply(F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups),
                                      None if i.bias is None else i.bias.float(),
                                      None if i.residual is None else i.residual.float())
 
-        def run():
+        def run(p=p, i=i, algo=algo, config=config):
             return conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=algo.name, config=config)
 
-        def cudnn():
-            return p.epilogue.torch_apply(F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation), i.bias,
+        def cudnn(p=p, i=i):
+            return p.epilogue.torch_apply(F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups), i.bias,
                                           i.residual)
 
         times = {"cudnn": [], "A": [], "B": []}

@@ -4,7 +4,7 @@ grouped suite's rows, several tiles each; CUDA-graph replays with L2 cleared, ev
 poisoned first and checked against float32 F.conv2d, and one row rerun with Inf and NaN inputs
 (the merged groups' redo). Prints each kernel's registers and spills and its first call's seconds.
 
-    python3 benchmarks/probe_grouped.py [--json OUT.json]
+    python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--case TEXT] [--no-nonfinite]
 """
 import argparse
 import json
@@ -45,11 +45,16 @@ def configs(p, widths=None):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--widths", help="merged input channels a program to try, e.g. 16,32 (default: the "
+                                     "launcher's for the row's channels a group)")
+    ap.add_argument("--case", default="", help="only the rows whose name contains this")
+    ap.add_argument("--no-nonfinite", action="store_true", help="skip the non-finite inputs' check")
     args = ap.parse_args()
+    widths = [int(w) for w in args.widths.split(",")] if args.widths else None
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
     records = []
-    for case in get_suite("grouped"):
+    for case in [c for c in get_suite("grouped") if args.case in c.name]:
         p = case.problem(torch.float16, "nhwc")
         i = random_inputs(p, "cuda", seed=0)
         ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
@@ -64,7 +69,7 @@ def main():
         reason = launch.grouped_halo_unsupported_reason(p)
         if reason:
             print(f"    grouped_halo: {reason}", flush=True)
-        for config in ([] if reason else configs(p)):
+        for config in ([] if reason else configs(p, widths)):
             out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 
             def run(out=out, p=p, i=i, config=config):
@@ -86,7 +91,8 @@ def main():
     # Non-finite inputs on the c128 hw56 row (4 groups merged) and the stride-2 c256 hw56 row (2
     # merged): the redo path, checked on the images that hold them against float64 on the CPU.
     nonfinite = []
-    for case in [c for c in get_suite("grouped") if c.name in ("resnext g32 c128 hw56/1", "resnext g32 c256 hw56/2")]:
+    for case in [c for c in get_suite("grouped") if c.name in ("resnext g32 c128 hw56/1", "resnext g32 c256 hw56/2")
+                 and not args.no_nonfinite]:
         p = case.problem(torch.float16, "nhwc")
         i = random_inputs(p, "cuda", seed=1)
         i.x[0, 5, 10, 11] = float("inf")

@@ -52,6 +52,7 @@ from tileconv.kernels.launch import (
     MAX_WINDOW_STEP_MULTIPLY_ADDS,
     dense_toeplitz_tiling,
     depthwise_halo_unsupported_reason,
+    grouped_halo_tiling,
     halo_tiling,
     implicit_gemm_ws_unsupported_reason,
     plane_sizes,
@@ -347,6 +348,9 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 assert halo_tiling(problem, config).shared_bytes(problem) <= MAX_HALO_SHARED_BYTES, where
                 assert config.block_n % (32 * config.num_warps) == 0 and config.block_m % config.block_k == 0, where
                 assert config.block_n <= pow2_at_least(problem.c, 32) and config.num_stages == 1, where
+            elif name == "grouped_halo":  # (GPU only) the staged frames and the filter fit; whole groups merged
+                assert grouped_halo_tiling(problem, config).fits(problem), where
+                assert config.block_n % problem.c_per_group == 0 and config.persistent in (0, 2, 4), where
             elif name == "depthwise_window":  # one channel a thread; strips past the ramps; a step's unrolled work
                 tiling = window_tiling(problem, config)
                 assert config.block_n == 32 * config.num_warps and problem.r - 1 <= tiling.strip, where
@@ -703,3 +707,34 @@ def test_ws_tma_epilogue_where_it_fits():
     assert descriptor(problem=tf32, out=out.float()) is None  # 256 float32 columns: eight chunks
     desc = descriptor(problem=tf32, out=out.float(), config=replace(config, block_n=128, num_stages=3))
     assert desc is not None and list(desc.block_shape) == [128, 32]
+
+
+def test_a_residual_takes_a_persistent_tile_that_fits(monkeypatch):
+    """A config tuned without a residual (the cache key has no epilogue) stays launchable with one:
+    gemm_1x1's and tma_rows's persistent 128x256x64 tiles in 3 stages, with a residual's layout
+    scratch, would need 245,784 bytes of shared memory on sm_90 (the launch failed on an H200 in
+    session 30's bench --epilogue bias_add_relu): select() runs their non-persistent form; a tile
+    that fits keeps its persistent form, and without a residual nothing changes."""
+    from tileconv.dispatch.candidates import fit_to_epilogue
+
+    case = next(c for c in get_suite("resnet50") if c.name == "r50 c1024 hw14 k512 1x1/1")
+    plain = case.problem(torch.float16, "nhwc", "bias_relu")
+    with_residual = case.problem(torch.float16, "nhwc", "bias_add_relu")
+    big = LaunchConfig(128, 256, 64, 8, 8, 3, persistent=1)
+    small = LaunchConfig(128, 128, 64, 8, 4, 4, persistent=1)
+    for algorithm in ("gemm_1x1", "tma_rows"):
+        assert fit_to_epilogue(with_residual, algorithm, big) == replace(big, persistent=0)
+        assert fit_to_epilogue(with_residual, algorithm, small) == small
+        assert fit_to_epilogue(plain, algorithm, big) == big
+    assert fit_to_epilogue(with_residual, "implicit_gemm_ws", big) == big
+    # Through select(), from a tuning cache that names the big tile.
+    monkeypatch.setattr(tileconv.dispatch.cache, "lookup",
+                        lambda problem, device=None, **kw: cache.TunedChoice("gemm_1x1", big, 0.01, {}))
+    monkeypatch.setattr(heuristics, "INTERPRET", False)
+    clear_selection_cache()
+    try:
+        for problem, persistent in ((with_residual, 0), (plain, 1)):
+            algorithm, config = select(problem, device="cpu")
+            assert (algorithm.name, config.persistent) == ("gemm_1x1", persistent)
+    finally:
+        clear_selection_cache()

@@ -28,6 +28,7 @@ from ..kernels import (
 )
 from ..problem import ConvProblem
 from . import cache
+from .candidates import DeviceLimits, fit_to_epilogue
 from .heuristics import choose_algorithm, choose_backward_algorithm, default_backward_config, default_config
 
 _selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
@@ -78,7 +79,9 @@ def select(
     reason = algorithm.unsupported_reason(problem)
     if reason is not None:
         raise ValueError(f"algo={name!r} cannot compute {problem.describe()}: {reason}")
-    choice = (algorithm, config if config is not None else default_config(problem, name))
+    config = fit_to_epilogue(problem, name, config if config is not None else default_config(problem, name),
+                             DeviceLimits.of(device))
+    choice = (algorithm, config)
     _selected[key] = choice
     return choice
 

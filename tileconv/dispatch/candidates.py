@@ -371,6 +371,23 @@ def tma_rows_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
     return implicit_gemm_shared_memory(problem, config) + out_tile
 
 
+def fit_to_epilogue(problem: ConvProblem, algorithm: str, config: LaunchConfig,
+                    limits: DeviceLimits | None = None) -> LaunchConfig:
+    """``config`` (tuned, or the heuristics' guess: the tuning cache's key has no epilogue) fitted to
+    ``problem``'s epilogue. tma_rows's and gemm_1x1's persistent forms keep the output tile in shared
+    memory beside the ring, and a residual read in the accumulator's layout adds a layout
+    conversion's scratch (sm_90 compiles: 32 KB at a 128x256 fp16 tile, which put ResNet-50's 1x1
+    rows tuned at 128x256x64 in 3 stages at 245,784 bytes, past the 232,448 a program has: the
+    launch failed). Where both do not fit, the same tile's non-persistent form (its ring alone)."""
+    if algorithm not in ("tma_rows", "gemm_1x1") or not config.persistent or not problem.epilogue.has_residual:
+        return config
+    limits = limits or DeviceLimits()
+    scratch = config.block_m * config.block_n * problem.itemsize // 2
+    if tma_rows_shared_memory(problem, config) + scratch <= limits.bulk_copy_budget:
+        return config
+    return replace(config, persistent=0)
+
+
 def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """Fitted, de-duplicated tma_rows configs: ``block_m`` (a row segment) no longer than the
     row rounded up to a power of two (at least 64, wgmma's height), ``block_n`` no wider than

@@ -141,6 +141,20 @@ def _store_tile_tma(out, out_desc, epi, row, col):
 
 
 @gluon.jit
+def _epilogue_buffers(out_desc, stand_in_desc, stand_in_buffer, EPI_TMA: gl.constexpr):
+    """The TMA-store epilogue's descriptor and its two column-chunk buffers (see _store_tile_tma);
+    without it, the stand-ins, which the partitions never touch (warp_specialize takes no None
+    among its arguments)."""
+    desc = stand_in_desc
+    epi = stand_in_buffer
+    if EPI_TMA:
+        desc = out_desc
+        epi = gl.allocate_shared_memory(out_desc.dtype, [2, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
+                                        out_desc.layout)
+    return desc, epi
+
+
+@gluon.jit
 def _mma_partition(
     a_bufs, b_bufs, ready, empty, turn,
     out_ptr, bias_ptr, res_ptr, out_desc, epi,  # out_desc, epi: the TMA-store epilogue's (EPI_TMA)
@@ -251,14 +265,7 @@ def conv2d_implicit_gemm_ws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # ping-pong's main-loop turns
-    # The TMA-store epilogue's descriptor and two column-chunk buffers (see _store_tile_tma); without
-    # it, stand-ins the partitions never touch (warp_specialize takes no None among its arguments).
-    epi = turn
-    out_tma = w_desc
-    if EPI_TMA:
-        epi = gl.allocate_shared_memory(out_desc.dtype, [2, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
-                                        out_desc.layout)
-        out_tma = out_desc
+    out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
@@ -355,14 +362,7 @@ def conv1x1_ws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    # The TMA-store epilogue's descriptor and two column-chunk buffers (see _store_tile_tma); without
-    # it, stand-ins the partitions never touch (warp_specialize takes no None among its arguments).
-    epi = turn
-    out_tma = w_desc
-    if EPI_TMA:
-        epi = gl.allocate_shared_memory(out_desc.dtype, [2, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
-                                        out_desc.layout)
-        out_tma = out_desc
+    out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):

@@ -1262,10 +1262,7 @@ def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHa
     rows = cdiv(u * v * phase_rows, chunk) * chunk
     packed = GroupedHaloTiling(config.block_m, pack, config.block_n, pack * k_per_group, frame_width, phase_rows,
                                rows, chunk, planar=False)
-    # A planar frame's buffers are a power of two of rows anyway (its planes' offset is one bit): an
-    # item is staged there by one copy of all of them. Copies in several batches cost a barrier
-    # each: the compiler cannot tell that the batches' rows do not overlap.
-    planar = replace(packed, planar=True, rows=pow2_at_least(u * v * phase_rows), chunk=pow2_at_least(u * v * phase_rows))
+    planar = replace(packed, planar=True)
     # Planar (no bank conflicts) where its power-of-two planes cost no program an SM: session 29
     # (H200, probe_grouped.py) measured planar 1.03x-1.06x on the stride-1 ResNeXt rows (rows
     # 192-256), and 0.79x-0.84x on the stride-2 ones (576-640 rows: 70 KB against 45, three
