@@ -28,7 +28,7 @@ from ..kernels import (
 )
 from ..problem import ConvProblem
 from . import cache
-from .candidates import DeviceLimits, fit_to_epilogue
+from .candidates import fit_to_epilogue
 from .heuristics import choose_algorithm, choose_backward_algorithm, default_backward_config, default_config
 
 _selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
@@ -79,8 +79,7 @@ def select(
     reason = algorithm.unsupported_reason(problem)
     if reason is not None:
         raise ValueError(f"algo={name!r} cannot compute {problem.describe()}: {reason}")
-    config = fit_to_epilogue(problem, name, config if config is not None else default_config(problem, name),
-                             DeviceLimits.of(device))
+    config = fit_to_epilogue(problem, name, config if config is not None else default_config(problem, name), device)
     choice = (algorithm, config)
     _selected[key] = choice
     return choice

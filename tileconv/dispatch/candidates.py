@@ -208,8 +208,7 @@ def reduction_slice(problem: ConvProblem, config: LaunchConfig) -> int:
 
 def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
     """Bytes of the operand ring: num_stages copies of an A (BM x BK) and a B (BK x BN) tile."""
-    tile = config.block_m * config.block_k + config.block_k * config.block_n
-    return config.num_stages * tile * problem.itemsize
+    return config.ring_bytes(problem.itemsize)
 
 
 def gemm_useful_fraction(problem: ConvProblem, algorithm: str = "implicit_gemm") -> float:
@@ -372,16 +371,17 @@ def tma_rows_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
 
 
 def fit_to_epilogue(problem: ConvProblem, algorithm: str, config: LaunchConfig,
-                    limits: DeviceLimits | None = None) -> LaunchConfig:
+                    device: torch.device | str | None = None) -> LaunchConfig:
     """``config`` (tuned, or the heuristics' guess: the tuning cache's key has no epilogue) fitted to
     ``problem``'s epilogue. tma_rows's and gemm_1x1's persistent forms keep the output tile in shared
     memory beside the ring, and a residual read in the accumulator's layout adds a layout
     conversion's scratch (sm_90 compiles: 32 KB at a 128x256 fp16 tile, which put ResNet-50's 1x1
     rows tuned at 128x256x64 in 3 stages at 245,784 bytes, past the 232,448 a program has: the
-    launch failed). Where both do not fit, the same tile's non-persistent form (its ring alone)."""
+    launch failed). Where both do not fit, the same tile's non-persistent form (its ring alone).
+    ``device``'s limits (:meth:`DeviceLimits.of`) are read only for such a config."""
     if algorithm not in ("tma_rows", "gemm_1x1") or not config.persistent or not problem.epilogue.has_residual:
         return config
-    limits = limits or DeviceLimits()
+    limits = DeviceLimits.of(device)
     scratch = config.block_m * config.block_n * problem.itemsize // 2
     if tma_rows_shared_memory(problem, config) + scratch <= limits.bulk_copy_budget:
         return config

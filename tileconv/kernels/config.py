@@ -27,6 +27,13 @@ class LaunchConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def ring_bytes(self, itemsize: int, block_k: int | None = None) -> int:
+        """Bytes of the GEMM kernels' operand ring: ``num_stages`` copies of an A (block_m x block_k)
+        and a B (block_k x block_n) tile; ``block_k``: the kernel's own channel block where its
+        launcher narrows the config's (implicit_gemm_ws)."""
+        block_k = self.block_k if block_k is None else block_k
+        return self.num_stages * (self.block_m + self.block_n) * block_k * itemsize
+
     @classmethod
     def from_dict(cls, data: dict) -> LaunchConfig:
         return cls(**{k: int(data[k]) for k in cls.__dataclass_fields__ if k in data})

@@ -431,7 +431,7 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
     no room for the two chunk buffers."""
     epi_n = min(config.block_n, WS_EPILOGUE_BYTES // problem.itemsize)
-    ring = config.num_stages * (config.block_m + config.block_n) * block_k * problem.itemsize
+    ring = config.ring_bytes(problem.itemsize, block_k)
     if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n
             or ring + 2 * config.block_m * epi_n * problem.itemsize + 1024  # (+ the barriers, the compiler's scratch)
             > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE):
