@@ -238,10 +238,12 @@ def _check_backward(problem, x, weight, grad, want_x, want_w, context, algo="aut
     assert got_w.shape == weight.shape and got_w.dtype == weight.dtype
     if problem.layout == "nhwc":
         assert got_x.is_contiguous(memory_format=torch.channels_last), "grad_input does not follow the input's layout"
-    if weight.is_contiguous(memory_format=torch.channels_last) and not weight.is_contiguous():
-        assert got_w.is_contiguous(memory_format=torch.channels_last), "grad_weight does not follow the weight's layout"
+    weight_cl = weight.is_contiguous(memory_format=torch.channels_last) and not weight.is_contiguous()
+    if problem.layout == "nhwc" or weight_cl:  # PyTorch's rule for cuDNN: channels_last if either is
+        assert got_w.is_contiguous(memory_format=torch.channels_last), \
+            f"grad_weight strides {got_w.stride()}: channels_last expected (input {problem.layout}, weight_cl {weight_cl})"
     else:
-        assert got_w.is_contiguous(), f"grad_weight strides {got_w.stride()} for a contiguous weight"
+        assert got_w.is_contiguous(), f"grad_weight strides {got_w.stride()} for a contiguous input and weight"
     assert_conv_close(got_x, want_x, tol, context=f"dgrad, {context}")
     assert_conv_close(got_w, want_w, tol, context=f"wgrad, {context}")
 
@@ -321,6 +323,22 @@ def test_channels_last_weight_gets_a_channels_last_gradient(name, geometry, wgra
     assert not weight.is_contiguous()
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})", algo="implicit_gemm",
                     wgrad_config=wgrad_config)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("input_layout,weight_layout", [("nhwc", "nchw"), ("nchw", "nhwc"), ("nhwc", "nhwc"),
+                                                        ("nchw", "nchw")])
+def test_weight_gradient_layout_is_pytorchs(input_layout, weight_layout, device: str, seed: int):
+    """The weight gradient comes back in the layout PyTorch's cuDNN backward gives it
+    (channels_last where the input or the weight is), checked against cuDNN itself."""
+    from tileconv.functional import conv2d_backward_problem
+    from tileconv.kernels.backward import aten_convolution_backward
+
+    problem, x, weight, grad, _, _ = _backward_case(BACKWARD_GEOMETRIES[2], torch.float16, input_layout, device, seed,
+                                                    weight_layout=weight_layout)
+    _, theirs = aten_convolution_backward(problem, grad, x, weight, False, True)
+    _, ours = conv2d_backward_problem(problem, grad, x, weight, False, True)
+    assert ours.stride() == theirs.stride(), f"tileconv {ours.stride()}, cuDNN {theirs.stride()}"
 
 
 def test_direct_column_stride():

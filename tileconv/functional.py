@@ -33,7 +33,15 @@ from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
 from .kernels.weights import dgrad_weight
-from .problem import ConvProblem, IntPair, PaddingArg, layout_of, normal_geometry, problem_from_arguments
+from .problem import (
+    ConvProblem,
+    IntPair,
+    PaddingArg,
+    layout_of,
+    normal_geometry,
+    problem_from_arguments,
+    weight_gradient_layout,
+)
 
 _POISON_OUTPUTS = False
 
@@ -124,9 +132,9 @@ def conv2d_backward_problem(
     The lower-level entry that ``bench`` and tests use: ``algo`` forces a backward
     algorithm by name (``tileconv.kernels.BACKWARD_ALGORITHMS``: 'implicit_gemm',
     'depthwise', 'aten'), the configs pin launch choices. grad_input follows the input's
-    layout; grad_weight the weight's (channels_last or contiguous, as PyTorch's convolution
-    backward gives it, so that autograd keeps it as the parameter's gradient without a
-    copy). CPU tensors without the interpreter use 'aten'.
+    layout; grad_weight is channels_last where the input or the weight is, else contiguous
+    (:func:`~tileconv.problem.weight_gradient_layout`: PyTorch's cuDNN convolutions' rule).
+    CPU tensors without the interpreter use 'aten'.
     """
     if not uses_triton(grad):
         algo = "aten"
@@ -152,7 +160,7 @@ def _run_backward(problem, algorithm, algo, grad, x, weight, need_input, need_we
     if need_input:
         grad_input = _dgrad(problem, algorithm, algo, grad, weight, x, dgrad_config)
     if need_weight:
-        grad_weight = _allocate_like(problem.weight_shape, layout_of(weight), weight)
+        grad_weight = _allocate_like(problem.weight_shape, weight_gradient_layout(problem, weight), weight)
         if problem.n == 0:
             grad_weight.zero_()
         else:
@@ -346,7 +354,7 @@ def _(grad, x, weight, bias, residual, out, *args):
     grad_z = grad if problem.epilogue.activation.name == "none" else torch.empty_like(grad)
     return (
         _allocate_like(problem.input_shape, problem.layout, x) if needs[0] else empty,
-        _allocate_like(problem.weight_shape, layout_of(weight), weight) if needs[1] else empty,
+        _allocate_like(problem.weight_shape, weight_gradient_layout(problem, weight), weight) if needs[1] else empty,
         grad.new_empty((problem.k,)) if needs[2] else empty,
         torch.empty_like(grad_z) if needs[3] and grad_z is not grad else empty,
     )

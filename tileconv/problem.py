@@ -299,6 +299,17 @@ def layout_of(x: torch.Tensor) -> str:
     return "nchw"
 
 
+def weight_gradient_layout(problem: ConvProblem, weight: torch.Tensor) -> str:
+    """The layout of the weight gradient: channels_last when the input or the weight is
+    channels_last, else contiguous. This is PyTorch's rule for its cuDNN convolutions
+    (``cudnn_conv_suggest_memory_format``): a channels_last network's backward gives a
+    channels_last weight gradient even for a contiguous weight (autograd's accumulation then
+    copies it into the parameter's layout, as it does after cuDNN). A channels_last weight
+    gradient has the wgrad GEMM's columns (r, s, c) in memory order, so the wgrad kernels
+    write it directly; a contiguous one of a filter larger than 1x1 takes a reordering pass."""
+    return "nhwc" if problem.layout == "nhwc" or layout_of(weight) == "nhwc" else "nchw"
+
+
 def _check_tensor(name: str, t: torch.Tensor, like: torch.Tensor | None = None) -> None:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")

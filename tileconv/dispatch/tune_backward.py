@@ -59,7 +59,7 @@ from .tune import (
 from .tune import tune as tune_forward
 
 GRADIENTS = ("dgrad", "wgrad")
-DEFAULT_MAX_CANDIDATES = 10
+DEFAULT_MAX_CANDIDATES = 12
 
 
 def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
@@ -82,9 +82,12 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
             variants.append(config)
 
     if gradient == "wgrad" and algorithm == "implicit_gemm" and wgrad_ws_unsupported_reason(problem) is None:
-        # The warp-specialized kernel's two tiles and the Triton kernel's, whichever the heuristics chose.
+        # The warp-specialized kernel's tiles and the Triton kernel's, whichever the heuristics chose.
+        # The small ones (two programs an SM) serve small gradients: more tiles need fewer
+        # splits to fill the GPU, so fewer fp32 partial sums to write and add up.
         for config in (ws_wgrad_config(problem), BackwardConfig(128, 128, 64, 0, 4, 4, ws=1),
-                       BackwardConfig(256, 128, 32, 0, 8, 6, ws=1), BackwardConfig(128, 128, 64, 0, 8, 4, ws=1)):
+                       BackwardConfig(256, 128, 32, 0, 8, 6, ws=1), BackwardConfig(128, 128, 64, 0, 8, 4, ws=1),
+                       BackwardConfig(64, 64, 64, 0, 4, 4, ws=1), BackwardConfig(64, 128, 64, 0, 4, 4, ws=1)):
             add(config)
         if base.ws:  # the Triton kernel's own tile, whose variants follow
             base = triton_wgrad_config(problem)

@@ -52,6 +52,10 @@ FINISH_TILE = 4096  # past 16 splits: splits x weight elements a program sums at
 FINISH_MAX_SPLITS = 64  # splits a step at most (the rest of the tile: elements)
 FINISH_TAP_MIN_CHANNELS = 32  # wgrad_finish_taps_kernel from this many channels a group
 FINISH_TAP_MAX_CHANNELS = 256  # its channel block at most
+# ... and narrower where the (k, tap) rows alone would give fewer programs than this: a
+# program's loads are one round trip, so on a small gradient the grid, not the bytes, is
+# what bounds the sum.
+FINISH_MIN_PROGRAMS = 4 * 132
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -394,9 +398,12 @@ def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch
     columns = problem.c_per_group * problem.r * problem.s
     elements = problem.k * columns
     if problem.c_per_group >= FINISH_TAP_MIN_CHANNELS:  # a program a (k, tap) and channel block
-        block_c = min(FINISH_TAP_MAX_CHANNELS, triton.next_power_of_2(problem.c_per_group))
-        block_s = min(FINISH_TILE // block_c, 1 << (split - 1).bit_length())
         taps = problem.r * problem.s
+        block_c = min(FINISH_TAP_MAX_CHANNELS, triton.next_power_of_2(problem.c_per_group))
+        while block_c > FINISH_TAP_MIN_CHANNELS and \
+                problem.k * taps * cdiv(problem.c_per_group, block_c) < FINISH_MIN_PROGRAMS:
+            block_c //= 2
+        block_s = min(FINISH_TILE // block_c, 1 << (split - 1).bit_length())
         launch(wgrad_finish_taps_kernel, (problem.k * taps * cdiv(problem.c_per_group, block_c),),
                workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, taps, split,
                *grad_weight.stride(), BLOCK_S=block_s, BLOCK_C=block_c, num_warps=4)
