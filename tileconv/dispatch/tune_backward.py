@@ -36,7 +36,7 @@ from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
 from ..kernels.wgrad_ws import wgrad_ws_unsupported_reason
-from ..problem import ConvProblem
+from ..problem import ConvProblem, weight_gradient_layout
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
 from .heuristics import (
@@ -188,12 +188,14 @@ class BackwardTuneResult:
         return self.default_ms / self.time_ms
 
 
-def _gradient_buffer(problem: ConvProblem, gradient: str, device: torch.device) -> torch.Tensor:
-    if gradient == "dgrad":
-        fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
-        out = torch.empty(problem.input_shape, dtype=problem.dtype, device=device, memory_format=fmt)
-    else:
-        out = torch.empty(problem.weight_shape, dtype=problem.dtype, device=device)
+def _gradient_buffer(problem: ConvProblem, gradient: str, weight: torch.Tensor) -> torch.Tensor:
+    """The gradient's output, NaN-filled, in the layout a call gives it (the input's for dgrad,
+    :func:`~tileconv.problem.weight_gradient_layout` for wgrad): a wgrad tuned into another
+    layout would time a reordering pass that calls do not make."""
+    shape, layout = ((problem.input_shape, problem.layout) if gradient == "dgrad"
+                     else (problem.weight_shape, weight_gradient_layout(problem, weight)))
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    out = torch.empty(shape, dtype=problem.dtype, device=weight.device, memory_format=fmt)
     return out.fill_(float("nan"))
 
 
@@ -213,7 +215,7 @@ def _tune_gradient(problem: ConvProblem, gradient: str, key: str, device: torch.
     reference = ref_x if need_x else ref_w
     tol = tolerance(problem, problem.k_per_group * problem.r * problem.s if need_x else problem.gemm_m)
     operand = inputs.weight if need_x else inputs.x
-    out = _gradient_buffer(problem, gradient, device)
+    out = _gradient_buffer(problem, gradient, inputs.weight)
     launches = []  # launches[i] ran result.timings[i]
     for index, config in enumerate(backward_candidates(problem, algorithm.name, gradient, max_candidates)):
         def launch(config=config) -> None:
