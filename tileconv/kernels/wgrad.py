@@ -56,6 +56,10 @@ FINISH_TAP_MAX_CHANNELS = 256  # its channel block at most
 # program's loads are one round trip, so on a small gradient the grid, not the bytes, is
 # what bounds the sum.
 FINISH_MIN_PROGRAMS = 4 * 132
+# Its warps: two (a 256-channel row is then 16-byte loads). H200, the sum of ResNet-50's 1x1
+# splits alone (benchmarks/probe_finish.py, CUDA-graph replays): 2 warps beat 4 on every row
+# measured, 256 channels 3.0-3.2 us against 3.5-5.3, 64 channels 3.5-4.2 against 4.3-4.6.
+FINISH_TAP_WARPS = 2
 
 
 @triton.jit(do_not_specialize=["N", "H", "W", "P", "Q", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w",
@@ -406,7 +410,7 @@ def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch
         block_s = min(FINISH_TILE // block_c, 1 << (split - 1).bit_length())
         launch(wgrad_finish_taps_kernel, (problem.k * taps * cdiv(problem.c_per_group, block_c),),
                workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, taps, split,
-               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_C=block_c, num_warps=4)
+               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_C=block_c, num_warps=FINISH_TAP_WARPS)
         return
     # A power of two covering the splits, at most FINISH_MAX_SPLITS: a small weight with
     # hundreds of splits (the depthwise kernel's) is summed in a few wide steps. Up to 16
