@@ -1,7 +1,7 @@
 """tileconv's benchmark: suites of named problems, timing beside peers, reports.
 
 - :mod:`.suites`: the named problems (seed, resnet50, depthwise, grouped, vae).
-- :mod:`.timing`: do_bench medians, the GEMM and copy ceilings, the roofline, the machine.
+- :mod:`.timing`: CUDA-event medians (do_bench's protocol, a 1 GiB L2 flush), the GEMM and copy ceilings, the roofline, the machine.
 - :mod:`.peers`: cuDNN (PyTorch eager) and torch.compile, and the reference output.
 - :mod:`.runner`: one problem -> rows: inputs, correctness check, round-robin timing.
 - :mod:`.report`: geomeans, JSON (the schema other tools read), CSV, the rich table.

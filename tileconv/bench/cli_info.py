@@ -3,7 +3,7 @@ machine runs, the measured ceilings.
 
 The ceilings are the two numbers ``bench`` divides by in its "% ceiling" column: fp16
 GEMM TFLOP/s (``torch.matmul``, 8192^3, random operands) and device copy bandwidth
-(TB/s, read + write), each a do_bench median. On a machine without a GPU it prints what
+(TB/s, read + write), each a CUDA-event median (:func:`~tileconv.bench.timing.bench_us`). On a machine without a GPU it prints what
 it can and says so.
 """
 

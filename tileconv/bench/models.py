@@ -3,7 +3,7 @@
 On a GPU, for a torchvision model built by name with random weights (nothing is downloaded),
 in ``--dtype`` (float16 by default) and ``--layout`` (channels_last by default) at batch
 ``--batch`` (default 32), it times, each with :func:`~tileconv.bench.timing.bench_us`
-(do_bench medians, L2 cleared, interleaved over ``--repeat`` rounds):
+(CUDA-event medians, L2 cleared, interleaved over ``--repeat`` rounds):
 
 - ``eager``: the model as PyTorch runs it (cuDNN convolutions);
 - ``cuda_graph``: the same, captured once in a ``torch.cuda.CUDAGraph`` and replayed;

@@ -50,7 +50,7 @@ def add_measurement_arguments(parser: argparse.ArgumentParser) -> None:
                              "(torch.compile max-autotune with Inductor's Triton conv template: seconds per shape)")
     parser.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT,
                         help="timing rounds per implementation, interleaved with its peers; each round is a "
-                             "do_bench median over 100 ms, a row reports the median round "
+                             "CUDA-event median over 100 ms (L2 cleared before each call), a row reports the median round "
                              f"(default {DEFAULT_REPEAT})")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON ({device} in PATH: the GPU's "
                         "slug; a directory: a name made of the run's options and the GPU)")

@@ -1,10 +1,15 @@
 """How the benchmark measures time, and the two ceilings every row is judged against.
 
-Every time in tileconv's benchmark comes from :func:`bench_us`: ``triton.testing.do_bench``
-with ``return_mode="median"``. do_bench runs the function once (JIT compilation, cuDNN's
-algorithm search), warms up for ``WARMUP_MS``, then times each repetition with CUDA events
-for ``REP_MS``, clearing the L2 cache (a 256 MB memset) before every repetition, so that
-no input is timed from L2 and the host's launch cost hides behind the memset.
+Every time in tileconv's benchmark comes from :func:`bench_us`, which follows
+``triton.testing.do_bench``'s protocol and returns its median: the function runs once (JIT
+compilation, cuDNN's algorithm search), warms up for ``WARMUP_MS``, then each repetition is
+timed with CUDA events for ``REP_MS``, the L2 cache cleared before every one (a memset of
+``FLUSH_BYTES``), so that no input is timed from L2. The memset is 1 GiB where do_bench's is
+256 MB: the host must get ahead of the GPU for a repetition's events to time the GPU's work
+alone, and it does only while the memset outlasts the host's side of a call. do_bench's ~58 us
+memset (H200) did not outlast cuDNN's weight gradients of 1x1 convolutions (35-66 us of CPU a
+call): their event times moved between 12.7 and 24.1 us within one process, three times their
+kernels' 6.9 us. The 1 GiB memset takes ~230 us.
 
 The ceilings (:func:`measure_ceilings`) are measured the same way in the same process:
 
@@ -29,8 +34,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-WARMUP_MS = 25  # do_bench's warm-up budget per measurement
-REP_MS = 100  # do_bench's timed budget per measurement: >= 100 repetitions below 1 ms
+WARMUP_MS = 25  # the warm-up budget per measurement (do_bench's default)
+REP_MS = 100  # the timed budget per measurement: >= 100 repetitions below 1 ms
+FLUSH_BYTES = 2**30  # the L2-clearing memset before each repetition (see above)
 GEMM_SIZE = 8192  # the GEMM ceiling's M = N = K
 COPY_BYTES = 512 * 2**20  # the copy ceiling's buffer: 512 MiB, ten times an H100's L2
 
@@ -38,11 +44,46 @@ Timer = Callable[[Callable[[], object]], float]
 
 
 def bench_us(fn: Callable[[], object], repeat: int = 1) -> float:
-    """Median time of ``fn()`` in microseconds: the median of ``repeat`` do_bench medians."""
-    from triton.testing import do_bench
-
-    medians_ms = [do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median") for _ in range(repeat)]
+    """Median time of ``fn()`` in microseconds: the median of ``repeat`` medians of
+    :func:`event_median_ms`."""
+    medians_ms = [event_median_ms(fn) for _ in range(repeat)]
     return statistics.median(medians_ms) * 1000.0
+
+
+_flush_buffer: torch.Tensor | None = None
+
+
+def event_median_ms(fn: Callable[[], object], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> float:
+    """``triton.testing.do_bench(fn, warmup_ms, rep_ms, return_mode="median")`` with an L2
+    flush of :data:`FLUSH_BYTES` (the module's docstring says why): one call, five flushed
+    calls to estimate its time, ``warmup_ms`` of calls, then ``rep_ms`` of flushed
+    repetitions, each between two CUDA events; their median in milliseconds."""
+    global _flush_buffer
+    if _flush_buffer is None:
+        _flush_buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush = _flush_buffer
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        flush.zero_()
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    estimate_ms = start.elapsed_time(end) / 5
+    for _ in range(max(1, int(warmup_ms / estimate_ms))):
+        fn()
+    n_repeat = max(1, int(rep_ms / estimate_ms))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
+    for i in range(n_repeat):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
 
 
 @contextlib.contextmanager
