@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import torch  # noqa: E402
-from torch.profiler import ProfilerActivity, profile  # noqa: E402
+from pass_kernels import kernel_times, show  # noqa: E402  (this script's folder: benchmarks/)
 
 from tileconv.bench.suites import SUITE_NAMES, select_cases  # noqa: E402
 
@@ -46,20 +45,8 @@ def main() -> None:
         def run(x=x, w=w, p=p):
             return torch.nn.functional.conv2d(x, w, None, p.stride, p.padding, p.dilation, p.groups)
 
-        for _ in range(5):
-            run()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(args.calls):
-                run()
-            torch.cuda.synchronize()
-        times: dict[str, list[float]] = defaultdict(list)
-        for event in prof.events():
-            if event.device_type == torch.autograd.DeviceType.CUDA:
-                times[event.name].append(event.device_time)
         print(f"{case.name}:")
-        for name, us in sorted(times.items(), key=lambda item: -sum(item[1])):
-            print(f"    {sum(us) / args.calls:8.1f} us a call  x{len(us) / args.calls:g}  {name[:160]}")
+        show("cuDNN", kernel_times(run, args.calls), args.calls)
 
 
 if __name__ == "__main__":
