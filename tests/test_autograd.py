@@ -549,6 +549,42 @@ def test_stride1_dgrad_runs_as_a_forward_convolution(device, seed, monkeypatch):
     assert over_padded.dgrad_as_forward() is None
 
 
+@pytest.mark.parametrize("geometry", [
+    BACKWARD_GEOMETRIES[6],  # 1x1, stride 3: H = 8, W = 7 not multiples of it
+    ("1x1_s2_groups2_rect", 2, 8, 9, 6, 12, 1, 1, (2, 1), 0, 1, 2),
+], ids=lambda g: g[0])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_strided_1x1_dgrad_runs_as_a_forward_convolution(geometry, layout, device, seed, monkeypatch):
+    """auto dispatch runs an unpadded strided 1x1's dgrad as a forward convolution onto
+    dx[:, :, ::U, ::V] (ConvProblem.dgrad_as_strided_forward), the rest of dx zeroed by a
+    Triton launch (the output arrives NaN-poisoned); the phase kernel never runs."""
+    from tileconv import dispatch
+    from tileconv.kernels import backward
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the phase dgrad kernel ran for an unpadded strided 1x1 problem")
+
+    phase = backward.BACKWARD_ALGORITHMS["implicit_gemm"]
+    monkeypatch.setitem(backward.BACKWARD_ALGORITHMS, "implicit_gemm", dataclasses.replace(phase, dgrad=forbidden))
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, torch.float16, layout, device, seed)
+    forward = dispatch.dgrad_forward(problem)
+    u, v = problem.stride
+    assert forward is not None and forward.output_shape == tuple(x[:, :, ::u, ::v].shape), geometry[0]
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} {layout} as forward (seed {seed})")
+    padded = tileconv.ConvProblem(1, 4, 6, 6, 4, 1, 1, stride=2, padding=(1, 1))
+    assert padded.dgrad_as_strided_forward() is None and dispatch.dgrad_forward(padded) is None
+
+
+def test_zero_dense_zeroes_both_dense_layouts(device):
+    from tileconv.kernels.dgrad import zero_dense
+
+    t = torch.full((2, 3, 5, 7), float("nan"), device=device).contiguous(memory_format=torch.channels_last)
+    zero_dense(t)
+    assert torch.equal(t, torch.zeros_like(t))
+    with pytest.raises(ValueError, match="dense"):
+        zero_dense(t[:, :, ::2])
+
+
 def test_split_k_choice():
     from tileconv.kernels.wgrad import choose_split_k
 

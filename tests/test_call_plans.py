@@ -474,11 +474,13 @@ def test_a_descriptor_over_a_derived_weight_is_derived_again_by_address(fake_str
 
 _GPU_BACKWARD_CASES = [
     # (N, C, H, W, K, R, S, stride, padding, groups): dgrad as a forward (3x3, 1x1), the
-    # phase kernel (strided), depthwise (forward-route dgrad, depthwise wgrad with its split sum)
+    # phase kernel (strided), depthwise (forward-route dgrad, depthwise wgrad with its split sum),
+    # a strided 1x1's dgrad as a forward onto every other pixel of a zeroed gradient
     (2, 32, 12, 12, 48, 3, 3, 1, 1, 1),
     (4, 64, 10, 10, 64, 1, 1, 1, 0, 1),
     (2, 16, 11, 9, 24, 3, 3, 2, 1, 1),
     (2, 32, 10, 10, 32, 3, 3, 1, 1, 32),
+    (2, 64, 12, 11, 32, 1, 1, 2, 0, 1),
 ]
 
 

@@ -32,6 +32,7 @@ from ._runtime import INTERPRET
 from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
+from .kernels.dgrad import zero_dense
 from .kernels.weights import dgrad_weight
 from .problem import (
     ConvProblem,
@@ -95,9 +96,11 @@ def conv2d_problem(
                                        x, weight, bias, residual)
 
 
-def _run_problem(problem, x, weight, bias, residual, algo, config) -> torch.Tensor:
-    """:func:`conv2d_problem`'s normal path: allocate, select, launch."""
-    out = _allocate_like(problem.output_shape, problem.layout, x)
+def _run_problem(problem, x, weight, bias, residual, algo, config, out=None) -> torch.Tensor:
+    """:func:`conv2d_problem`'s normal path: allocate (or write ``out``, any strides), select,
+    launch."""
+    if out is None:
+        out = _allocate_like(problem.output_shape, problem.layout, x)
     if problem.n == 0:
         return out
     if bias is not None:
@@ -171,7 +174,8 @@ def _run_backward(problem, algorithm, algo, grad, x, weight, need_input, need_we
 
 def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
     """The input gradient, in the input's layout: as a forward convolution where ``auto``
-    dispatch routes it there (:func:`tileconv.dispatch.dgrad_forward`: stride 1), else
+    dispatch routes it there (:func:`tileconv.dispatch.dgrad_forward`: stride 1, and an
+    unpadded strided 1x1 onto every U-th row and V-th column of a zeroed gradient), else
     through ``algorithm``'s dgrad kernel (a forced ``algo`` or a pinned ``config`` always
     does)."""
     forward = dispatch.dgrad_forward(problem) if algo == "auto" and config is None and problem.n else None
@@ -179,7 +183,14 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
         if layout_of(grad) != problem.layout:  # the kernels read any strides; gemm_1x1 wants a view
             fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
             grad = grad.contiguous(memory_format=fmt)
-        return conv2d_problem(forward, grad, dgrad_weight(weight, problem.groups), None, None)
+        weight_t = dgrad_weight(weight, problem.groups)
+        if problem.stride == (1, 1):
+            return conv2d_problem(forward, grad, weight_t, None, None)
+        grad_input = _allocate_like(problem.input_shape, problem.layout, x)
+        zero_dense(grad_input)
+        u, v = problem.stride
+        _run_problem(forward, grad, weight_t, None, None, "auto", None, out=grad_input[:, :, ::u, ::v])
+        return grad_input
     grad_input = _allocate_like(problem.input_shape, problem.layout, x)
     if problem.n == 0:
         return grad_input.zero_()

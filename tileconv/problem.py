@@ -269,6 +269,21 @@ class ConvProblem:
             dtype=self.dtype, layout=self.layout, allow_tf32=self.allow_tf32, padding_end=padding_end,
         )
 
+    def dgrad_as_strided_forward(self) -> ConvProblem | None:
+        """The input gradient of an unpadded 1x1 convolution of stride (U, V) other than 1 as a
+        forward convolution onto dx's pixels (U*p, V*q), or None where it is not one.
+
+        Each of those pixels is the input of output pixel (p, q) alone, so ``dx[:, :, ::U, ::V]
+        = conv2d(dy, w')`` with ``w'`` the transposed weight (1x1, stride 1, no padding; the
+        weight as :meth:`dgrad_as_forward` takes it); no output pixel reads dx's other pixels,
+        whose gradient is zero. That view has the output's P x Q pixels: P = ceil(H / U)."""
+        if self.stride == (1, 1) or (self.r, self.s) != (1, 1) or any(self.padding) or any(self.padding_end):
+            return None
+        return ConvProblem(
+            n=self.n, c=self.k, h=self.out_h, w=self.out_w, k=self.c, r=1, s=1, stride=(1, 1), padding=(0, 0),
+            dilation=(1, 1), groups=self.groups, dtype=self.dtype, layout=self.layout, allow_tf32=self.allow_tf32,
+        )
+
 
 def _pair_str(pair: tuple[int, int]) -> str:
     return str(pair[0]) if pair[0] == pair[1] else f"{pair[0]}x{pair[1]}"

@@ -137,12 +137,15 @@ def dgrad_forward(problem: ConvProblem) -> ConvProblem | None:
     A stride-1 dgrad is a forward convolution of the upstream gradient with the flipped,
     transposed weight (:meth:`ConvProblem.dgrad_as_forward`): it then gets the forward's
     kernels, heuristics and tuning (``tune --pass dgrad`` tunes that forward problem),
-    all measured and faster than the phase kernel's one tiling. Depthwise convolutions
-    with a channel multiplier > 1 stay on the phase kernel (their forward form has K/C
-    input channels per group: no depthwise kernel runs it). Remembered per problem."""
+    all measured and faster than the phase kernel's one tiling. So does an unpadded strided
+    1x1's, onto every U-th row and V-th column of dx, the rest of dx zero
+    (:meth:`ConvProblem.dgrad_as_strided_forward`; H200, ResNet-50's three 1x1/2 dgrads on the
+    phase kernel: 0.73x-0.89x cuDNN). Depthwise convolutions with a channel multiplier > 1
+    stay on the phase kernel (their forward form has K/C input channels per group: no
+    depthwise kernel runs it). Remembered per problem."""
     if problem in _dgrad_forward:
         return _dgrad_forward[problem]
-    forward = problem.dgrad_as_forward()
+    forward = problem.dgrad_as_forward() or problem.dgrad_as_strided_forward()
     if forward is not None and problem.is_depthwise and problem.k != problem.c:
         forward = None
     _dgrad_forward[problem] = forward

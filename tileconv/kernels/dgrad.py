@@ -209,6 +209,31 @@ def conv2d_dgrad_depthwise_kernel(
 
 
 # ------------------------------------------------------------------------- launchers
+@triton.jit
+def zero_kernel(ptr, numel, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    """ptr[0:numel] = 0, BLOCK elements a program."""
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(ptr + offs, tl.zeros((BLOCK,), dtype=ptr.dtype.element_ty), mask=offs < numel)
+
+
+ZERO_BLOCK = 4096  # elements a program of zero_kernel: 4 warps, 32 each (16-byte stores)
+
+
+def zero_dense(t: torch.Tensor) -> None:
+    """Zero ``t``, a contiguous or channels_last tensor (its elements fill its memory block), by
+    a Triton launch: a replayed call (:mod:`tileconv.call_plans`) repeats it, where it would
+    skip a ``zero_``."""
+    if not (t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last)):
+        raise ValueError(f"zero_dense needs a dense tensor (contiguous or channels_last), got strides "
+                         f"{tuple(t.stride())} for shape {tuple(t.shape)}")
+    if t.numel():
+        launch(zero_kernel, (cdiv(t.numel(), ZERO_BLOCK),), t, t.numel(), BLOCK=ZERO_BLOCK,
+               INT64=t.numel() + ZERO_BLOCK >= 2**31, num_warps=4)
+
+
 def _tap_steps(stride: int, dilation: int) -> tuple[int, int]:
     """(distance between valid taps of one phase, output rows moved per such step)."""
     tap_step = stride // math.gcd(stride, dilation)
