@@ -9,8 +9,8 @@ The first call with a given set of arguments (tensor shapes, strides, dtypes, de
 16-byte alignments, the convolution's options, the TF32 flag, the current GPU) runs the
 normal path while :func:`tileconv.kernels.fast_launch.recording` writes down each launch:
 the compiled kernel, its grid, every argument. If every tensor among those arguments is
-one of the call's own (input, weight, bias, residual, the new output) or a derived copy of
-its weight (:mod:`tileconv.kernels.weights`), and every Triton launch of the call went
+one of the call's own (input, weight, bias, residual, the new output, or a view starting
+where one of them does) or a derived copy of its weight (:mod:`tileconv.kernels.weights`), and every Triton launch of the call went
 through the recorder, the call becomes a :class:`CallPlan`. A later call with the same
 arguments allocates its output and hands the same kernels their arguments with this
 call's pointers, straight to Triton's compiled launcher.
@@ -368,10 +368,10 @@ class CallPlan:
             by start address), else a derived copy of its weight. A tensor that two of the
             call's arguments are (input passed as residual too) is refused: a later call
             may pass two different tensors there."""
-            if by_address:
+            matches = [] if by_address else [slot for slot, candidate in enumerate(own) if t is candidate]
+            if not matches and t.data_ptr():  # a view starting where one of them does (a strided
+                # dgrad's dx[:, :, ::U, ::V]): its strides are the launch's recorded arguments
                 matches = [slot for slot, c in enumerate(own) if c is not None and c.data_ptr() == t.data_ptr()]
-            else:
-                matches = [slot for slot, candidate in enumerate(own) if t is candidate]
             if len(matches) > 1:
                 raise _Unplannable("two of the call's arguments are the same tensor")
             if matches:
