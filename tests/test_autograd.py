@@ -575,14 +575,20 @@ def test_strided_1x1_dgrad_runs_as_a_forward_convolution(geometry, layout, devic
     assert padded.dgrad_as_strided_forward() is None and dispatch.dgrad_forward(padded) is None
 
 
-def test_zero_dense_zeroes_both_dense_layouts(device):
-    from tileconv.kernels.dgrad import zero_dense
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+@pytest.mark.parametrize("stride", [(2, 2), (3, 1), (1, 2)])
+def test_zero_off_grid_zeroes_exactly_the_pixels_off_the_stride_grid(layout, stride, device):
+    from tileconv.kernels.dgrad import zero_off_grid
 
-    t = torch.full((2, 3, 5, 7), float("nan"), device=device).contiguous(memory_format=torch.channels_last)
-    zero_dense(t)
-    assert torch.equal(t, torch.zeros_like(t))
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    t = torch.full((2, 3, 7, 5), float("nan"), device=device).contiguous(memory_format=fmt)
+    zero_off_grid(t, stride)
+    on_grid = torch.zeros(7, 5, dtype=torch.bool)
+    on_grid[::stride[0], ::stride[1]] = True
+    assert torch.isnan(t[:, :, on_grid.to(t.device)]).all(), "a pixel on the grid was written"
+    assert (t[:, :, ~on_grid.to(t.device)] == 0).all(), "a pixel off the grid was not zeroed"
     with pytest.raises(ValueError, match="dense"):
-        zero_dense(t[:, :, ::2])
+        zero_off_grid(t[:, :, ::2], stride)
 
 
 def test_split_k_choice():

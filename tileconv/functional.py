@@ -32,7 +32,7 @@ from ._runtime import INTERPRET
 from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
-from .kernels.dgrad import zero_dense
+from .kernels.dgrad import zero_off_grid
 from .kernels.weights import dgrad_weight
 from .problem import (
     ConvProblem,
@@ -187,7 +187,7 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
         if problem.stride == (1, 1):
             return conv2d_problem(forward, grad, weight_t, None, None)
         grad_input = _allocate_like(problem.input_shape, problem.layout, x)
-        zero_dense(grad_input)
+        zero_off_grid(grad_input, problem.stride)
         u, v = problem.stride
         _run_problem(forward, grad, weight_t, None, None, "auto", None, out=grad_input[:, :, ::u, ::v])
         return grad_input

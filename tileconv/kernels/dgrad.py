@@ -210,28 +210,44 @@ def conv2d_dgrad_depthwise_kernel(
 
 # ------------------------------------------------------------------------- launchers
 @triton.jit
-def zero_kernel(ptr, numel, BLOCK: tl.constexpr, INT64: tl.constexpr):
-    """ptr[0:numel] = 0, BLOCK elements a program."""
-    pid = tl.program_id(0)
-    if INT64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    tl.store(ptr + offs, tl.zeros((BLOCK,), dtype=ptr.dtype.element_ty), mask=offs < numel)
+def zero_off_grid_kernel(
+    ptr,  # a dense 4D tensor seen as rows of W pixels of INNER elements, each row of one image row h
+    W, H, INNER,  # INNER: elements of one pixel along a row (C for channels_last, else 1)
+    U: tl.constexpr, V: tl.constexpr, BLOCK_W: tl.constexpr, BLOCK_I: tl.constexpr,
+):
+    """Zero every element of ``ptr`` except those of pixels (h, w) with h % U == 0 and
+    w % V == 0 (which a strided 1x1's dgrad GEMM writes): BLOCK_W pixels x BLOCK_I of their
+    elements a program, so that the grid test costs a few operations a pixel, not an element."""
+    row = tl.program_id(0).to(tl.int64)
+    w = tl.program_id(1) * BLOCK_W + tl.arange(0, BLOCK_W)
+    i = tl.program_id(2) * BLOCK_I + tl.arange(0, BLOCK_I)
+    on_grid = ((row % H) % U == 0) & (w % V == 0)
+    mask = ((w < W) & ~on_grid)[:, None] & (i < INNER)[None, :]
+    ptrs = ptr + row * W * INNER + (w * INNER)[:, None] + i[None, :]
+    tl.store(ptrs, tl.zeros((BLOCK_W, BLOCK_I), dtype=ptr.dtype.element_ty), mask=mask)
 
 
-ZERO_BLOCK = 4096  # elements a program of zero_kernel: 4 warps, 32 each (16-byte stores)
+ZERO_TILE = 2048  # elements a program of zero_off_grid_kernel (4 warps: 16 each, 16-byte stores)
 
 
-def zero_dense(t: torch.Tensor) -> None:
-    """Zero ``t``, a contiguous or channels_last tensor (its elements fill its memory block), by
-    a Triton launch: a replayed call (:mod:`tileconv.call_plans`) repeats it, where it would
-    skip a ``zero_``."""
-    if not (t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last)):
-        raise ValueError(f"zero_dense needs a dense tensor (contiguous or channels_last), got strides "
+def zero_off_grid(t: torch.Tensor, stride: tuple[int, int]) -> None:
+    """Zero the pixels of ``t`` (N, C, H, W), dense (contiguous or channels_last), outside its
+    (U, V) grid: all but every U-th row and V-th column, which a strided 1x1's dgrad writes
+    (:meth:`~tileconv.problem.ConvProblem.dgrad_as_strided_forward`). A Triton launch: a
+    replayed call (:mod:`tileconv.call_plans`) repeats it, where it would skip a ``zero_``."""
+    n, c, h, w = t.shape
+    if t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
+        rows, inner = n * h, c
+    elif t.is_contiguous():
+        rows, inner = n * c * h, 1
+    else:
+        raise ValueError(f"zero_off_grid needs a dense tensor (contiguous or channels_last), got strides "
                          f"{tuple(t.stride())} for shape {tuple(t.shape)}")
+    block_i = min(triton.next_power_of_2(inner), 256)
+    block_w = ZERO_TILE // block_i
     if t.numel():
-        launch(zero_kernel, (cdiv(t.numel(), ZERO_BLOCK),), t, t.numel(), BLOCK=ZERO_BLOCK,
-               INT64=t.numel() + ZERO_BLOCK >= 2**31, num_warps=4)
+        launch(zero_off_grid_kernel, (rows, cdiv(w, block_w), cdiv(inner, block_i)), t, w, h, inner,
+               U=stride[0], V=stride[1], BLOCK_W=block_w, BLOCK_I=block_i, num_warps=4)
 
 
 def _tap_steps(stride: int, dilation: int) -> tuple[int, int]:
