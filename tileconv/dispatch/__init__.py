@@ -89,7 +89,8 @@ def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorit
     """The backward algorithm for ``problem``: ``algo`` by name, or the heuristics' choice
     (:func:`~tileconv.dispatch.heuristics.choose_backward_algorithm`), remembered per
     (problem, algo). Tuning picks its configs (:func:`backward_config`), not the algorithm;
-    under 'auto' a stride-1 dgrad runs as a forward convolution instead (:func:`dgrad_forward`)."""
+    under 'auto' a stride-1 dgrad, and an unpadded strided 1x1's, runs as a forward convolution instead
+    (:func:`dgrad_forward`)."""
     key = (problem, algo)
     hit = _backward_algorithms.get(key)
     if hit is not None:
