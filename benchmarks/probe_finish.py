@@ -17,9 +17,10 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import torch  # noqa: E402
-from triton.testing import do_bench  # noqa: E402
 
 from tileconv._runtime import cdiv  # noqa: E402
+from tileconv.bench.models import cuda_graph_call  # noqa: E402
+from tileconv.bench.timing import bench_us  # noqa: E402
 from tileconv.kernels.wgrad import FINISH_TILE, sum_splits, wgrad_finish_taps_kernel  # noqa: E402
 
 # (name, K, C, split) of ResNet-50's 1x1 wgrads at batch 32, the splits call 1's launches used.
@@ -28,23 +29,17 @@ ROWS = [("c1024 hw14 k512", 512, 1024, 4), ("c1024 hw14 k256", 256, 1024, 8), ("
 
 
 def time_us(fn, cold: bool) -> float:
-    """Cold: do_bench's median (L2 cleared before each call, events). Warm: a CUDA graph of
+    """Cold: the bench's own median (:func:`tileconv.bench.timing.bench_us`: L2 cleared before
+    each call, events). Warm: a CUDA graph of
     20 calls replayed, its median time over 20 (no host in the loop, the data in L2)."""
     if cold:
-        return do_bench(fn, warmup=25, rep=100, return_mode="median") * 1000
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(20):
-            fn()
+        return bench_us(fn)
+    replay, _ = cuda_graph_call(lambda _: [fn() for _ in range(20)], None)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(20):
         start.record()
-        graph.replay()
+        replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000 / 20)

@@ -35,7 +35,7 @@ import triton
 import triton.language as tl
 
 from .._runtime import INT32_LIMIT, cdiv, kernel_strides
-from ..problem import ConvProblem
+from ..problem import ConvProblem, layout_of
 from .common import output_pixels, pixel_count
 from .config import BackwardConfig, dot_constexprs
 from .fast_launch import launch
@@ -236,13 +236,11 @@ def zero_off_grid(t: torch.Tensor, stride: tuple[int, int]) -> None:
     (:meth:`~tileconv.problem.ConvProblem.dgrad_as_strided_forward`). A Triton launch: a
     replayed call (:mod:`tileconv.call_plans`) repeats it, where it would skip a ``zero_``."""
     n, c, h, w = t.shape
-    if t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
-        rows, inner = n * h, c
-    elif t.is_contiguous():
-        rows, inner = n * c * h, 1
-    else:
+    nhwc = layout_of(t) == "nhwc"
+    if not t.is_contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format):
         raise ValueError(f"zero_off_grid needs a dense tensor (contiguous or channels_last), got strides "
                          f"{tuple(t.stride())} for shape {tuple(t.shape)}")
+    rows, inner = (n * h, c) if nhwc else (n * c * h, 1)
     block_i = min(triton.next_power_of_2(inner), 256)
     block_w = ZERO_TILE // block_i
     if t.numel():
