@@ -550,16 +550,21 @@ def test_stride1_dgrad_runs_as_a_forward_convolution(device, seed, monkeypatch):
 
 
 @pytest.mark.parametrize("geometry", [
-    BACKWARD_GEOMETRIES[6],  # 1x1, stride 3: H = 8, W = 7 not multiples of it
+    BACKWARD_GEOMETRIES[6],  # 1x1, stride 3: H = 8, W = 7 not multiples of it; K = 6 (no TMA rows)
     ("1x1_s2_groups2_rect", 2, 8, 9, 6, 12, 1, 1, (2, 1), 0, 1, 2),
+    ("1x1_s2_odd", 2, 8, 9, 7, 16, 1, 1, 2, 0, 1, 1),  # gemm_1x1 zeroes the off-grid pixels itself
+    ("1x1_s3x2_ragged", 1, 4, 8, 11, 24, 1, 1, (3, 2), 0, 1, 1),  # (H, W) = (3P - 1, 2Q - 1)
 ], ids=lambda g: g[0])
 @pytest.mark.parametrize("layout", ["nhwc", "nchw"])
 def test_strided_1x1_dgrad_runs_as_a_forward_convolution(geometry, layout, device, seed, monkeypatch):
     """auto dispatch runs an unpadded strided 1x1's dgrad as a forward convolution onto
-    dx[:, :, ::U, ::V] (ConvProblem.dgrad_as_strided_forward), the rest of dx zeroed by a
-    Triton launch (the output arrives NaN-poisoned); the phase kernel never runs."""
-    from tileconv import dispatch
+    dx[:, :, ::U, ::V] (ConvProblem.dgrad_as_strided_forward), the rest of dx zeroed (the
+    output arrives NaN-poisoned): by gemm_1x1's own tiles where it runs the forward problem
+    (channels_last, rows of 16 bytes, groups 1), else by a launch of their own; the phase
+    kernel never runs."""
+    from tileconv import dispatch, functional
     from tileconv.kernels import backward
+    from tileconv.kernels.launch import gemm_1x1_unsupported_reason
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the phase dgrad kernel ran for an unpadded strided 1x1 problem")
@@ -570,6 +575,10 @@ def test_strided_1x1_dgrad_runs_as_a_forward_convolution(geometry, layout, devic
     forward = dispatch.dgrad_forward(problem)
     u, v = problem.stride
     assert forward is not None and forward.output_shape == tuple(x[:, :, ::u, ::v].shape), geometry[0]
+    fused = gemm_1x1_unsupported_reason(forward) is None
+    assert fused == (layout == "nhwc" and geometry[0] in ("1x1_s2_odd", "1x1_s3x2_ragged")), geometry[0]
+    if fused:
+        monkeypatch.setattr(functional, "zero_off_grid", lambda *a: pytest.fail("a separate zero fill ran"))
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} {layout} as forward (seed {seed})")
     padded = tileconv.ConvProblem(1, 4, 6, 6, 4, 1, 1, stride=2, padding=(1, 1))
     assert padded.dgrad_as_strided_forward() is None and dispatch.dgrad_forward(padded) is None

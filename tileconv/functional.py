@@ -33,6 +33,7 @@ from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
 from .kernels.dgrad import zero_off_grid
+from .kernels.launch import gemm_1x1_unsupported_reason, launch_gemm_1x1
 from .kernels.weights import dgrad_weight
 from .problem import (
     ConvProblem,
@@ -177,7 +178,8 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
     dispatch routes it there (:func:`tileconv.dispatch.dgrad_forward`: stride 1, and an
     unpadded strided 1x1 onto every U-th row and V-th column of a zeroed gradient), else
     through ``algorithm``'s dgrad kernel (a forced ``algo`` or a pinned ``config`` always
-    does)."""
+    does). The strided 1x1's zeros leave with gemm_1x1's tiles where it runs the forward
+    problem (channels_last), else from a launch of their own before the forward's."""
     forward = dispatch.dgrad_forward(problem) if algo == "auto" and config is None and problem.n else None
     if forward is not None:
         if layout_of(grad) != problem.layout:  # the kernels read any strides; gemm_1x1 wants a view
@@ -187,9 +189,15 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
         if problem.stride == (1, 1):
             return conv2d_problem(forward, grad, weight_t, None, None)
         grad_input = _allocate_like(problem.input_shape, problem.layout, x)
-        zero_off_grid(grad_input, problem.stride)
         u, v = problem.stride
-        _run_problem(forward, grad, weight_t, None, None, "auto", None, out=grad_input[:, :, ::u, ::v])
+        on_grid = grad_input[:, :, ::u, ::v]
+        if gemm_1x1_unsupported_reason(forward) is None:
+            _, forward_config = dispatch.select(forward, "gemm_1x1", grad.device)
+            launch_gemm_1x1(forward, grad, weight_t, None, None, on_grid, forward_config,
+                            onto=grad_input, onto_stride=problem.stride)
+        else:
+            zero_off_grid(grad_input, problem.stride)
+            _run_problem(forward, grad, weight_t, None, None, "auto", None, out=on_grid)
         return grad_input
     grad_input = _allocate_like(problem.input_shape, problem.layout, x)
     if problem.n == 0:

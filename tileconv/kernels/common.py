@@ -194,6 +194,32 @@ def store_output_tile(
 
 
 @triton.jit
+def store_off_grid_zeros(
+    out_ptr,  # the output, a view t[:, :, ::U, ::V] of a tensor t (N, K, H, W)
+    n_idx, p_idx, q_idx, mask_m,  # [BLOCK_M] output pixels (of the view) and validity
+    k_idx, mask_n,  # [BLOCK_N] channels and validity
+    stride_on, stride_ok,  # t's (and the view's) image and channel strides
+    H, W, stride_th, stride_tw,  # t's height, width, row and column strides
+    U: tl.constexpr, V: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Zero t's pixels (U*p + i, V*q + j), 0 <= i < U, 0 <= j < V, (i, j) != (0, 0), of each
+    output pixel (n, p, q) of the tile: with the tile's own stores (pixel (U*p, V*q)), every
+    pixel of t whose cell the tile covers (t's pixel (h, w) is in the cell of (h // U, w // V),
+    so the output's tiles cover t). A strided 1x1's input gradient is a GEMM onto every U-th
+    row and V-th column of dx and zero elsewhere (ConvProblem.dgrad_as_strided_forward): its
+    zeros leave with the GEMM's tile instead of from a launch of their own."""
+    zeros = tl.zeros((BLOCK_M, BLOCK_N), dtype=out_ptr.dtype.element_ty)
+    corner = n_idx * stride_on + (p_idx * U) * stride_th + (q_idx * V) * stride_tw
+    channels = (k_idx * stride_ok)[None, :]
+    for i in tl.static_range(U):
+        for j in tl.static_range(V):
+            if i + j > 0:
+                inside = mask_m & (p_idx * U + i < H) & (q_idx * V + j < W)
+                tl.store(out_ptr + (corner + i * stride_th + j * stride_tw)[:, None] + channels, zeros,
+                         mask=inside[:, None] & mask_n[None, :])
+
+
+@triton.jit
 def epilogue(
     acc,  # [BLOCK_M, BLOCK_N] fp32 convolution result
     bias_ptr, res_ptr,  # bias [K] (read only if HAS_BIAS), residual (read only if HAS_RESIDUAL)

@@ -29,7 +29,15 @@ BLOCK_K] operand through registers (ldmatrix, then wgmma with A from registers).
 import triton
 import triton.language as tl
 
-from .common import dot_acc, epilogue, store_output_tile, swizzle_tile, tile_origin, tile_pixels
+from .common import (
+    dot_acc,
+    epilogue,
+    store_off_grid_zeros,
+    store_output_tile,
+    swizzle_tile,
+    tile_origin,
+    tile_pixels,
+)
 
 
 @triton.jit
@@ -60,9 +68,12 @@ def conv1x1_tma_kernel(
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
+    fill_h, fill_w, stride_fh, stride_fw,  # FILL_U * FILL_V > 1: the tensor whose [:, :, ::FILL_U, ::FILL_V]
+                                           # view the output is (its height, width, row and column strides)
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     BOX_Q: tl.constexpr,  # 0: stride 1, A a 2D matrix; else a 4D box's columns (see the module)
+    FILL_U: tl.constexpr, FILL_V: tl.constexpr,  # > 1: also zero that tensor's pixels off the output's grid
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
 ):
     num_n = tl.cdiv(K, BLOCK_N)
@@ -78,6 +89,9 @@ def conv1x1_tma_kernel(
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
         alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
     )
+    if FILL_U * FILL_V > 1:
+        store_off_grid_zeros(out_ptr, n_idx, p_idx, q_idx, mask_m, offs_n, offs_n < K, stride_on, stride_ok,
+                             fill_h, fill_w, stride_fh, stride_fw, FILL_U, FILL_V, BLOCK_M, BLOCK_N)
 
 
 @triton.jit

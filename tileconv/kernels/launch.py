@@ -36,6 +36,7 @@ from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .depthwise_window import conv2d_depthwise_window_kernel
+from .dgrad import zero_off_grid
 from .direct import conv2d_direct_kernel
 from .direct_rows import conv2d_direct_rows_kernel
 from .fast_launch import launch
@@ -231,30 +232,45 @@ def launch_gemm_1x1(
     residual: torch.Tensor | None,
     out: torch.Tensor,
     config: LaunchConfig,
+    onto: torch.Tensor | None = None,
+    onto_stride: tuple[int, int] = (1, 1),
 ):
     """Run :func:`conv1x1_tma_kernel`: ``problem`` as a GEMM over a view of the input (for a
     strided problem, boxes of whole output rows of the strided view x[:, ::U, ::V]); with
     ``config.persistent`` and a channels_last output, :func:`conv1x1_tma_persistent_kernel`
     on one program an SM. A tensor whose start is not 16-byte aligned (a sliced view) cannot
-    be described for the copy engine; it runs on the implicit GEMM instead, with the same result."""
+    be described for the copy engine; it runs on the implicit GEMM instead, with the same result.
+
+    ``onto`` (N, K, H, W), ``onto_stride`` (U, V): ``out`` is ``onto[:, :, ::U, ::V]`` and the
+    kernel also zeroes every other pixel of ``onto`` (a strided 1x1's input gradient:
+    :meth:`~tileconv.problem.ConvProblem.dgrad_as_strided_forward`), from each tile's own
+    pixels (:func:`~tileconv.kernels.common.store_off_grid_zeros`); the non-persistent form
+    then, its stores by pointer (the view is no matrix for the copy engine)."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: gemm_1x1 has no split-K (use implicit_gemm)")
+    fill = onto is not None and onto_stride != (1, 1)
+    if fill and out.data_ptr() != onto.data_ptr():
+        raise ValueError("launch_gemm_1x1: out must be onto[:, :, ::U, ::V], a view starting where onto does")
     b2d = weight.reshape(problem.k, problem.c)
     views = _gemm_1x1_views(problem, x, out, config)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
+        if fill:
+            zero_off_grid(onto, onto_stride)
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     a_desc = TensorDescriptor.from_tensor(views.a, views.a_block)
     b_desc = TensorDescriptor.from_tensor(b2d, [config.block_n, config.block_k])
     pointers, epilogue_strides, constexprs = _tma_gemm_arguments(problem, bias, residual, out, config)
     tiles = views.m_tiles * cdiv(problem.k, config.block_n)
     sizes = [problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w, views.m_tiles, views.grid_rows]
-    if config.persistent and views.out is not None and describable(views.out, problem.itemsize):
+    if config.persistent and not fill and views.out is not None and describable(views.out, problem.itemsize):
         out_desc = TensorDescriptor.from_tensor(views.out, views.out_block)
         return launch(conv1x1_tma_persistent_kernel, (min(tiles, sm_count(out.device)),),
                       a_desc, b_desc, out_desc, *pointers[1:], *sizes, *epilogue_strides[4:], BOX_Q=views.box_q,
                       **constexprs)
-    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides,
-                  BOX_Q=views.box_q, **constexprs)
+    target = (onto.shape[2], onto.shape[3], onto.stride(2), onto.stride(3)) if fill else (1, 1, 0, 0)
+    return launch(conv1x1_tma_kernel, (tiles,), a_desc, b_desc, *pointers, *sizes, *epilogue_strides, *target,
+                  BOX_Q=views.box_q, FILL_U=onto_stride[0] if fill else 1, FILL_V=onto_stride[1] if fill else 1,
+                  **constexprs)
 
 
 def _tma_gemm_arguments(
