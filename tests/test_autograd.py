@@ -542,7 +542,7 @@ def test_stride1_dgrad_runs_as_a_forward_convolution(device, seed, monkeypatch):
         assert forward is not None and forward.input_shape == problem.output_shape[:1] + (problem.k,) + \
             problem.output_shape[2:] and forward.output_shape == problem.input_shape, geometry[0]
         _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} as forward (seed {seed})")
-    strided = _backward_case(BACKWARD_GEOMETRIES[2], torch.float16, "nhwc", device, seed)[0]
+    strided = _backward_case(BACKWARD_GEOMETRIES[3], torch.float16, "nhwc", device, seed)[0]
     multiplier = _backward_case(BACKWARD_GEOMETRIES[12], torch.float16, "nhwc", device, seed)[0]
     assert dispatch.dgrad_forward(strided) is None and dispatch.dgrad_forward(multiplier) is None
     over_padded = tileconv.ConvProblem(1, 4, 5, 5, 4, 1, 1, padding=(1, 1))  # 1x1 with padding 1: reach 0
@@ -582,6 +582,74 @@ def test_strided_1x1_dgrad_runs_as_a_forward_convolution(geometry, layout, devic
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} {layout} as forward (seed {seed})")
     padded = tileconv.ConvProblem(1, 4, 6, 6, 4, 1, 1, stride=2, padding=(1, 1))
     assert padded.dgrad_as_strided_forward() is None and dispatch.dgrad_forward(padded) is None
+
+
+SUBPIXEL_GEOMETRIES = [
+    ("stem_7x7_s2", 2, 3, 14, 12, 8, 7, 7, 2, 3, 1, 1),  # ResNet's stem, small: U*V*C = 12 (the heuristics' case)
+    ("3x3_s2_pad1_odd", 1, 4, 9, 11, 6, 3, 3, 2, 1, 1, 1),  # H, W odd: the last cells' second phase is cut
+    ("5x3_s3x2_rect", 1, 3, 11, 13, 5, 5, 3, (3, 2), (2, 0), 1, 1),  # phases with 1 and 2 taps a row
+    ("2x2_s4_phases_empty", 1, 3, 10, 9, 4, 2, 2, 4, 1, 1, 1),  # half the phases read no tap: zeros
+    ("3x3_s3_pad0", 1, 2, 8, 8, 3, 3, 3, 3, 0, 1, 1),  # trailing padding past the 1x1 cell filter
+]
+
+
+def test_subpixel_geometry_matches_pytorch_in_float64():
+    """ConvProblem.dgrad_as_subpixel_forward and subpixel_dgrad_weight, in PyTorch alone: the
+    cells convolution (F.conv2d over the padded dy) spread onto dx is dx, to float64 rounding."""
+    from tileconv.kernels.weights import subpixel_dgrad_weight
+
+    gen = torch.Generator().manual_seed(7)
+    for name, n, c, h, w, k, r, s, stride, padding, _, _ in SUBPIXEL_GEOMETRIES:
+        x = torch.randn(n, c, h, w, generator=gen, dtype=torch.float64, requires_grad=True)
+        weight = torch.randn(k, c, r, s, generator=gen, dtype=torch.float64)
+        problem = tileconv.ConvProblem(n, c, h, w, k, r, s, stride=stride, padding=padding)
+        forward = problem.dgrad_as_subpixel_forward()
+        y = F.conv2d(x, weight, stride=problem.stride, padding=problem.padding)
+        y.backward(dy := torch.randn(y.shape, generator=gen, dtype=torch.float64))
+        padded = F.pad(dy, (forward.padding[1], forward.padding_end[1], forward.padding[0], forward.padding_end[0]))
+        cells = F.conv2d(padded, subpixel_dgrad_weight(weight, problem.stride, problem.padding, forward.k))
+        assert cells.shape == forward.output_shape, name
+        (u, v), dx = problem.stride, torch.full((n, c, cells.shape[2] * problem.stride[0],
+                                                 cells.shape[3] * problem.stride[1]), float("nan"), dtype=torch.float64)
+        for a in range(u):
+            for b in range(v):
+                dx[:, :, a::u, b::v] = cells[:, (a * v + b) * c:(a * v + b + 1) * c]
+        torch.testing.assert_close(dx[:, :, :h, :w], x.grad, rtol=0, atol=1e-12, msg=name)
+    assert tileconv.ConvProblem(1, 2, 9, 9, 3, 1, 1, stride=(3, 3), padding=(1, 1)).dgrad_as_subpixel_forward() is None
+    assert tileconv.ConvProblem(1, 2, 9, 9, 3, 3, 3, stride=(2, 2), dilation=(2, 2)).dgrad_as_subpixel_forward() is None
+
+
+@pytest.mark.parametrize("geometry", SUBPIXEL_GEOMETRIES, ids=lambda g: g[0])
+@pytest.mark.parametrize("dtype,layout", [(torch.float16, "nhwc"), (torch.float32, "nchw"), (torch.bfloat16, "nhwc")],
+                         ids=["f16-nhwc", "f32-nchw", "bf16-nhwc"])
+def test_subpixel_dgrad_matches_float64(geometry, dtype, layout, device, seed, monkeypatch):
+    """auto dispatch's 'subpixel' route (every strided dgrad made to take it here; the
+    heuristics give it cells of up to 16 channels): the cells convolution through the forward
+    kernels, then shuffle_subpixels onto dx (poisoned); the phase kernel never runs."""
+    from tileconv import dispatch
+    from tileconv.kernels import backward
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the phase dgrad kernel ran on the sub-pixel route")
+
+    phase = backward.BACKWARD_ALGORITHMS["implicit_gemm"]
+    monkeypatch.setitem(backward.BACKWARD_ALGORITHMS, "implicit_gemm", dataclasses.replace(phase, dgrad=forbidden))
+    monkeypatch.setattr(dispatch, "prefers_subpixel_dgrad", lambda problem: True)
+    dispatch.clear_selection_cache()
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, layout, device, seed)
+    route = dispatch.dgrad_route(problem)
+    assert route is not None and route.kind == "subpixel", geometry[0]
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} sub-pixel (seed {seed})")
+    dispatch.clear_selection_cache()
+
+
+def test_subpixel_dgrad_heuristic():
+    from tileconv import dispatch
+
+    stem = tileconv.ConvProblem(32, 3, 224, 224, 64, 7, 7, stride=(2, 2), padding=(3, 3))
+    assert dispatch.dgrad_route(stem).kind == "subpixel" and dispatch.dgrad_forward(stem).k == 16
+    wide = tileconv.ConvProblem(32, 128, 56, 56, 128, 3, 3, stride=(2, 2), padding=(1, 1))
+    assert dispatch.dgrad_route(wide) is None  # 4 x 128 channels a cell: the phase kernel
 
 
 @pytest.mark.parametrize("layout", ["nhwc", "nchw"])

@@ -32,9 +32,10 @@ from ._runtime import INTERPRET
 from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
-from .kernels.dgrad import zero_off_grid
+from .kernels.dgrad import shuffle_subpixels, zero_off_grid
+from .kernels.fast_launch import workspace
 from .kernels.launch import gemm_1x1_unsupported_reason, launch_gemm_1x1
-from .kernels.weights import dgrad_weight
+from .kernels.weights import dgrad_weight, subpixel_dgrad_weight
 from .problem import (
     ConvProblem,
     IntPair,
@@ -66,6 +67,17 @@ def _allocate_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
     out = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
     return out.fill_(float("nan")) if _POISON_OUTPUTS else out
+
+
+def _scratch_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
+    """:func:`_allocate_like` for a tensor the call's launches share and nobody keeps
+    (:func:`~tileconv.kernels.fast_launch.workspace`: a replayed call allocates it afresh)."""
+    n, c, h, w = shape
+    if layout == "nhwc":
+        t = workspace((n, h, w, c), like.dtype, like.device).permute(0, 3, 1, 2)
+    else:
+        t = workspace(shape, like.dtype, like.device)
+    return t.fill_(float("nan")) if _POISON_OUTPUTS else t
 
 
 def uses_triton(x: torch.Tensor) -> bool:
@@ -175,20 +187,31 @@ def _run_backward(problem, algorithm, algo, grad, x, weight, need_input, need_we
 
 def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
     """The input gradient, in the input's layout: as a forward convolution where ``auto``
-    dispatch routes it there (:func:`tileconv.dispatch.dgrad_forward`: stride 1, and an
-    unpadded strided 1x1 onto every U-th row and V-th column of a zeroed gradient), else
-    through ``algorithm``'s dgrad kernel (a forced ``algo`` or a pinned ``config`` always
-    does). The strided 1x1's zeros leave with gemm_1x1's tiles where it runs the forward
-    problem (channels_last), else from a launch of their own before the forward's."""
-    forward = dispatch.dgrad_forward(problem) if algo == "auto" and config is None and problem.n else None
-    if forward is not None:
+    dispatch routes it there (:func:`tileconv.dispatch.dgrad_route`), else through
+    ``algorithm``'s dgrad kernel (a forced ``algo`` or a pinned ``config`` always does).
+
+    - 'forward' (stride 1): the forward convolution's output is dx.
+    - 'grid' (an unpadded strided 1x1): the forward writes dx[:, :, ::U, ::V]; the other
+      pixels' zeros leave with gemm_1x1's tiles where it runs the forward problem
+      (channels_last), else from a launch of their own first.
+    - 'subpixel' (strided, few input channels): the forward writes each cell's U*V phases
+      as channels of a scratch tensor, which one launch spreads onto dx."""
+    route = dispatch.dgrad_route(problem) if algo == "auto" and config is None and problem.n else None
+    if route is not None:
+        forward = route.problem
         if layout_of(grad) != problem.layout:  # the kernels read any strides; gemm_1x1 wants a view
             fmt = torch.channels_last if problem.layout == "nhwc" else torch.contiguous_format
             grad = grad.contiguous(memory_format=fmt)
-        weight_t = dgrad_weight(weight, problem.groups)
-        if problem.stride == (1, 1):
-            return conv2d_problem(forward, grad, weight_t, None, None)
+        if route.kind == "forward":
+            return conv2d_problem(forward, grad, dgrad_weight(weight, problem.groups), None, None)
         grad_input = _allocate_like(problem.input_shape, problem.layout, x)
+        if route.kind == "subpixel":
+            cells = _scratch_like(forward.output_shape, problem.layout, x)
+            cell_weight = subpixel_dgrad_weight(weight, problem.stride, problem.padding, forward.k)
+            _run_problem(forward, grad, cell_weight, None, None, "auto", None, out=cells)
+            shuffle_subpixels(cells, grad_input, problem.stride)
+            return grad_input
+        weight_t = dgrad_weight(weight, problem.groups)
         u, v = problem.stride
         on_grid = grad_input[:, :, ::u, ::v]
         if gemm_1x1_unsupported_reason(forward) is None:

@@ -57,6 +57,9 @@ class ConvProblem:
     padding_end: tuple[int, int] | None = None  # None: same as ``padding``
 
     def __post_init__(self) -> None:
+        for name in ("stride", "padding", "dilation"):  # an int means that value along both axes
+            if isinstance(getattr(self, name), int):
+                object.__setattr__(self, name, (getattr(self, name),) * 2)
         if self.padding_end is None:
             object.__setattr__(self, "padding_end", tuple(self.padding))
         if self.layout not in LAYOUTS:
@@ -283,6 +286,63 @@ class ConvProblem:
             n=self.n, c=self.k, h=self.out_h, w=self.out_w, k=self.c, r=1, s=1, stride=(1, 1), padding=(0, 0),
             dilation=(1, 1), groups=self.groups, dtype=self.dtype, layout=self.layout, allow_tf32=self.allow_tf32,
         )
+
+    def dgrad_as_subpixel_forward(self) -> ConvProblem | None:
+        """The input gradient of this strided convolution as one stride-1 forward convolution
+        of dy onto sub-pixel cells (all of dx's U x V phases at once), or None where it is
+        not one (stride 1, dilation, groups).
+
+        dx's pixel (U*i + a, V*j + b) is phase (a, b) of cell (i, j). Every phase reads a few
+        taps of the filter from a few rows and columns of dy around (i, j) (:func:`subpixel_taps`),
+        so one convolution of dy with a T_h x T_w filter (the union of those reaches) gives
+        every phase of a cell as its own group of C output channels, U*V*C in all, rounded up
+        to a multiple of 8 (16-byte rows): channel (a*V + b)*C + c is dx[n, c, U*i + a, V*j + b]
+        (:func:`tileconv.kernels.weights.subpixel_dgrad_weight` places each (r, s) tap of the
+        weight; the taps a phase does not read are zero). Its output has ceil(H/U) x ceil(W/V)
+        cells, which :func:`tileconv.kernels.dgrad.shuffle_subpixels` spreads onto dx. Each dy
+        tile then feeds all U*V phases: the phase kernel reads it once a phase."""
+        if self.stride == (1, 1) or self.dilation != (1, 1) or self.groups != 1:
+            return None
+        rows = _subpixel_reach(self.h, self.r, self.stride[0], self.padding[0], self.out_h)
+        cols = _subpixel_reach(self.w, self.s, self.stride[1], self.padding[1], self.out_w)
+        if rows is None or cols is None:
+            return None
+        phases = self.stride[0] * self.stride[1]
+        return ConvProblem(
+            n=self.n, c=self.k, h=self.out_h, w=self.out_w, k=-(-phases * self.c // 8) * 8, r=rows[0], s=cols[0],
+            stride=(1, 1), padding=(rows[1], cols[1]), padding_end=(rows[2], cols[2]), dtype=self.dtype,
+            layout=self.layout, allow_tf32=self.allow_tf32,
+        )
+
+
+def subpixel_taps(taps: int, stride: int, pad: int) -> tuple[int, list[list[tuple[int, int]]]]:
+    """Along one axis of a convolution (``taps`` filter taps, ``stride``, leading padding ``pad``,
+    dilation 1), which filter taps each phase a of the input gradient reads, and from where:
+    (lo, phases), phases[a] the pairs (t, r) of filter tap r read from dy's row i + lo + t for
+    dx's row U*i + a.
+
+    dx row h = U*i + a reads dy row p = (h + pad - r) / U for each r with that division exact:
+    r = r_a + U*m (r_a = (a + pad) mod U), p = i + d_a - m (d_a = (a + pad - r_a) / U). lo is
+    the lowest offset d_a - m over all phases; t counts from it. One source for the sub-pixel
+    problem's geometry and its weight."""
+    reads = []
+    for a in range(stride):
+        first = (a + pad) % stride
+        offset = (a + pad - first) // stride
+        reads.append([(offset - m, first + stride * m) for m in range(-(-(taps - first) // stride))])
+    lo = min(offset for phase in reads for offset, _ in phase)
+    return lo, [[(offset - lo, r) for offset, r in phase] for phase in reads]
+
+
+def _subpixel_reach(size: int, taps: int, stride: int, pad: int, out: int) -> tuple[int, int, int] | None:
+    """The sub-pixel problem's (filter taps, leading padding, trailing padding) along one axis
+    (:meth:`ConvProblem.dgrad_as_subpixel_forward`): ceil(size / stride) cells from ``out`` rows
+    of dy. None where a padding would be negative (dy rows no cell reads)."""
+    lo, phases = subpixel_taps(taps, stride, pad)
+    span = 1 + max(t for phase in phases for t, _ in phase)
+    cells = -(-size // stride)
+    before, after = -lo, cells - 1 + lo + span - 1 - (out - 1)
+    return (span, before, after) if before >= 0 and after >= 0 else None
 
 
 def _pair_str(pair: tuple[int, int]) -> str:

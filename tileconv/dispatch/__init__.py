@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import torch
 
@@ -29,7 +30,13 @@ from ..kernels import (
 from ..problem import ConvProblem
 from . import cache
 from .candidates import fit_to_epilogue
-from .heuristics import choose_algorithm, choose_backward_algorithm, default_backward_config, default_config
+from .heuristics import (
+    choose_algorithm,
+    choose_backward_algorithm,
+    default_backward_config,
+    default_config,
+    prefers_subpixel_dgrad,
+)
 
 _selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
 
@@ -128,29 +135,54 @@ def collect_problems() -> Iterator[list[ConvProblem]]:
 
 
 _backward_selected: dict[tuple, BackwardConfig] = {}
-_dgrad_forward: dict[ConvProblem, ConvProblem | None] = {}
+
+
+class DgradRoute(NamedTuple):
+    """How ``auto`` dispatch runs a dgrad as a forward convolution (:func:`dgrad_route`)."""
+
+    kind: str  # 'forward': dx itself; 'grid': onto dx[:, :, ::U, ::V]; 'subpixel': onto cells, then dx
+    problem: ConvProblem  # the forward problem: tuned, selected and timed as any other
+
+
+_dgrad_routes: dict[ConvProblem, DgradRoute | None] = {}
+
+
+def dgrad_route(problem: ConvProblem) -> DgradRoute | None:
+    """The forward convolution that ``auto`` dispatch runs for ``problem``'s input gradient,
+    or None to run the output-phase dgrad kernel. Remembered per problem.
+
+    - 'forward': a stride-1 dgrad is a forward convolution of the upstream gradient with
+      the flipped, transposed weight (:meth:`ConvProblem.dgrad_as_forward`). Depthwise
+      convolutions with a channel multiplier > 1 stay on the phase kernel (their forward
+      form has K/C input channels per group: no depthwise kernel runs it).
+    - 'grid': an unpadded strided 1x1's, onto every U-th row and V-th column of dx, the rest
+      zero (:meth:`ConvProblem.dgrad_as_strided_forward`; H200, ResNet-50's three 1x1/2
+      dgrads on the phase kernel: 0.73x-0.89x cuDNN).
+    - 'subpixel': a strided dgrad with few input channels, all U*V phases of a cell as one
+      convolution's channels (:meth:`ConvProblem.dgrad_as_subpixel_forward`), where
+      :func:`~tileconv.dispatch.heuristics.prefers_subpixel_dgrad` says so.
+
+    Each then gets the forward's kernels, heuristics and tuning (``tune --pass dgrad``
+    tunes the forward problem)."""
+    if problem in _dgrad_routes:
+        return _dgrad_routes[problem]
+    route = None
+    if (forward := problem.dgrad_as_forward()) is not None:
+        if not (problem.is_depthwise and problem.k != problem.c):
+            route = DgradRoute("forward", forward)
+    elif (forward := problem.dgrad_as_strided_forward()) is not None:
+        if not (problem.is_depthwise and problem.k != problem.c):
+            route = DgradRoute("grid", forward)
+    elif prefers_subpixel_dgrad(problem) and (forward := problem.dgrad_as_subpixel_forward()) is not None:
+        route = DgradRoute("subpixel", forward)
+    _dgrad_routes[problem] = route
+    return route
 
 
 def dgrad_forward(problem: ConvProblem) -> ConvProblem | None:
-    """The forward problem whose convolution ``auto`` dispatch runs for ``problem``'s input
-    gradient, or None to run the output-phase dgrad kernel.
-
-    A stride-1 dgrad is a forward convolution of the upstream gradient with the flipped,
-    transposed weight (:meth:`ConvProblem.dgrad_as_forward`): it then gets the forward's
-    kernels, heuristics and tuning (``tune --pass dgrad`` tunes that forward problem),
-    all measured and faster than the phase kernel's one tiling. So does an unpadded strided
-    1x1's, onto every U-th row and V-th column of dx, the rest of dx zero
-    (:meth:`ConvProblem.dgrad_as_strided_forward`; H200, ResNet-50's three 1x1/2 dgrads on the
-    phase kernel: 0.73x-0.89x cuDNN). Depthwise convolutions with a channel multiplier > 1
-    stay on the phase kernel (their forward form has K/C input channels per group: no
-    depthwise kernel runs it). Remembered per problem."""
-    if problem in _dgrad_forward:
-        return _dgrad_forward[problem]
-    forward = problem.dgrad_as_forward() or problem.dgrad_as_strided_forward()
-    if forward is not None and problem.is_depthwise and problem.k != problem.c:
-        forward = None
-    _dgrad_forward[problem] = forward
-    return forward
+    """The forward problem of :func:`dgrad_route` (None where the phase kernel runs)."""
+    route = dgrad_route(problem)
+    return None if route is None else route.problem
 
 
 def same_kernel(algorithm: BackwardAlgorithm, gradient: str) -> set[str]:
@@ -182,6 +214,6 @@ def clear_selection_cache() -> None:
     _selected.clear()
     _backward_selected.clear()
     _backward_algorithms.clear()
-    _dgrad_forward.clear()
+    _dgrad_routes.clear()
     cache.reload()
     call_plans.clear()

@@ -628,6 +628,21 @@ TOEPLITZ_WGRAD_MIN_TAPS = 50
 TOEPLITZ_WGRAD_MIN_WIDTH = 14
 
 
+# The sub-pixel dgrad's widest cell (U*V*C channels): one 16-wide tensor-core tile, the narrowest
+# the phase kernel's N side takes anyway (H200, ResNet-50's stem: U*V*C = 12; see prefers_subpixel_dgrad).
+SUBPIXEL_DGRAD_MAX_CHANNELS = 16
+
+
+def prefers_subpixel_dgrad(problem: ConvProblem) -> bool:
+    """Whether a strided dgrad runs as the sub-pixel forward convolution
+    (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`) rather than on the phase
+    kernel: where all U*V phases' channels of a cell fit the 16-wide tile that the phase
+    kernel would fill with C channels of one phase. The phase kernel gathers each dy tile
+    once a phase; the sub-pixel convolution once for all of them (in a filter of the
+    phases' joint reach, zero where a phase reads no tap). Measured on ResNet-50's stem."""
+    return problem.stride[0] * problem.stride[1] * problem.c <= SUBPIXEL_DGRAD_MAX_CHANNELS
+
+
 def choose_backward_algorithm(problem: ConvProblem) -> str:
     """Depthwise (groups = C): filters of :data:`TOEPLITZ_WGRAD_MIN_TAPS` taps and more on
     outputs :data:`TOEPLITZ_WGRAD_MIN_WIDTH` wide and up (RepLKNet's 31x31s and 27x27)

@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import torch
 
+from ..problem import subpixel_taps
+
 _MAX_ENTRIES = 256
 # (id(weight), tag) -> (weakref to weight, data_ptr, version, derived tensor, build)
 _derived: dict[tuple[int, str], tuple[weakref.ref, int, int, torch.Tensor, Callable]] = {}
@@ -141,6 +143,43 @@ def dgrad_weight(weight: torch.Tensor, groups: int) -> torch.Tensor:
         return gathered.view(groups * c_per_group, r, s, k_per_group).permute(0, 3, 1, 2)
 
     return _cached(weight, f"dgrad/{groups}", build)
+
+
+def subpixel_dgrad_weight(weight: torch.Tensor, stride: tuple[int, int], padding: tuple[int, int],
+                          channels: int) -> torch.Tensor:
+    """The weight of :meth:`tileconv.problem.ConvProblem.dgrad_as_subpixel_forward` for a dense
+    (K, C, R, S) ``weight``: (channels, K, T_h, T_w) with ``w'[(a*V + b)*C + c, k, t, u] =
+    w[k, c, r, s]`` where phase (a, b) reads tap (r, s) at (t, u) (:func:`~tileconv.problem.subpixel_taps`),
+    zero elsewhere (and in the channels past U*V*C), stored channels_last. One gather from
+    ``weight`` with a zero appended, by an index made once per geometry."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, c, r, s = w.shape
+        index = _subpixel_index(c, r, s, stride, padding, channels, w.device)  # (channels, T_h, T_w)
+        flat = torch.cat([w.reshape(k, c * r * s), w.new_zeros(k, 1)], dim=1)  # column c*R*S: zero
+        gathered = torch.index_select(flat, 1, index.flatten()).t().contiguous()  # (channels*T_h*T_w, K)
+        return gathered.view(*index.shape, k).permute(0, 3, 1, 2)
+
+    return _cached(weight, f"subpixel/{stride}/{padding}/{channels}", build)
+
+
+@functools.cache
+def _subpixel_index(c: int, r: int, s: int, stride: tuple[int, int], padding: tuple[int, int], channels: int,
+                    device: torch.device) -> torch.Tensor:
+    """For each (output channel, t, u) of :func:`subpixel_dgrad_weight`, the flat index of the
+    weight element (c, r, s) it takes, c*R*S + r*S + s, or c*R*S (zero) where it takes none."""
+    (_, rows), (_, cols) = subpixel_taps(r, stride[0], padding[0]), subpixel_taps(s, stride[1], padding[1])
+    span_h = 1 + max(t for phase in rows for t, _ in phase)
+    span_w = 1 + max(u for phase in cols for u, _ in phase)
+    index = torch.full((channels, span_h, span_w), c * r * s, dtype=torch.long)
+    for a, row_taps in enumerate(rows):
+        for b, col_taps in enumerate(cols):
+            for channel in range(c):
+                out = (a * stride[1] + b) * c + channel
+                for t, tap_r in row_taps:
+                    for u, tap_s in col_taps:
+                        index[out, t, u] = (channel * r + tap_r) * s + tap_s
+    return index.to(device)
 
 
 @functools.cache
