@@ -1,9 +1,9 @@
 """The input gradient of an unpadded strided 1x1 (ConvProblem.dgrad_as_strided_forward), three
 ways, beside cuDNN's: gemm_1x1 writing the on-grid pixels and zeroing the rest from the same
 tiles (``onto``, what ``auto`` runs), the zero fill as a launch of its own before the GEMM
-(``zero_off_grid``, session 31's form), and the fused form under other gemm_1x1 configs. Cold
-L2, :func:`tileconv.bench.timing.bench_us`, ResNet-50's three 1x1/2 rows at batch 32, fp16
-channels_last. Each form's result is checked against cuDNN's before it is timed.
+(``zero_off_grid``, session 31's form), and the fused form under the forward problem's tuned
+gemm_1x1 config and others. Cold L2, :func:`tileconv.bench.timing.bench_us`, ResNet-50's three
+1x1/2 rows at batch 32, fp16 channels_last. Each form's result is checked against cuDNN's before it is timed.
 
     python benchmarks/probe_strided_dgrad.py
 
@@ -47,7 +47,8 @@ def probe_row(name: str, c: int, hw: int, k: int) -> None:
     weight_t = dgrad_weight(weight, 1)
     dx = torch.empty_like(x)
     on_grid = dx[:, :, ::2, ::2]
-    _, chosen = dispatch.select(forward, "gemm_1x1", x.device)
+    _, tuned = dispatch.select(forward, "gemm_1x1", x.device)  # the forward problem's (dense output)
+    tuned = dataclasses.replace(tuned, persistent=0)
 
     def cudnn():
         return torch.ops.aten.convolution_backward(grad, x, weight, None, (2, 2), (0, 0), (1, 1), False, (0, 0), 1,
@@ -70,10 +71,11 @@ def probe_row(name: str, c: int, hw: int, k: int) -> None:
         return run
 
     want = cudnn().float()
-    others = [config for config in CONFIGS if config != dataclasses.replace(chosen, persistent=0)]
-    forms = [("cuDNN", cudnn), ("auto (fused)", auto), (f"separate {tile(chosen)}", separate(chosen))]
-    forms += [(f"fused {tile(config)}", fused(config)) for config in [chosen, *others]]
-    print(f"{name}: gemm_1x1's config {tile(chosen)}")
+    others = [config for config in CONFIGS if config != tuned]
+    forms = [("cuDNN", cudnn), (f"auto {tile(dispatch.grid_dgrad_config(forward))}", auto),
+             (f"separate fill, tuned {tile(tuned)}", separate(tuned))]
+    forms += [(f"fused {tile(config)}", fused(config)) for config in [tuned, *others]]
+    print(f"{name}: gemm_1x1's tuned config (dense output) {tile(tuned)}")
     base = None
     for label, fn in forms:
         dx.fill_(float("nan"))

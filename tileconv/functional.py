@@ -215,8 +215,7 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
         u, v = problem.stride
         on_grid = grad_input[:, :, ::u, ::v]
         if gemm_1x1_unsupported_reason(forward) is None:
-            _, forward_config = dispatch.select(forward, "gemm_1x1", grad.device)
-            launch_gemm_1x1(forward, grad, weight_t, None, None, on_grid, forward_config,
+            launch_gemm_1x1(forward, grad, weight_t, None, None, on_grid, dispatch.grid_dgrad_config(forward),
                             onto=grad_input, onto_stride=problem.stride)
         else:
             zero_off_grid(grad_input, problem.stride)

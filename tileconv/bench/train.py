@@ -18,11 +18,15 @@ Runs, each from a fresh copy of the same initial model (``pytorch``, ``pytorch_r
   algorithms by timing and some reduce with atomics: two runs need not agree bit for bit);
 - ``pytorch_fp32``: the same in float32 without autocast or TF32: the spread that bfloat16
   rounding itself makes;
-- ``pytorch_nudged``: PyTorch again with every initial weight scaled by ``1 + NUDGE`` (a few
-  float32 ulps): the spread of a trajectory started a rounding error away. Training on
-  random data is chaotic: on an H200, inputs moved by 1e-6 changed ResNet-50's float32 loss
+- ``pytorch_nudged``, ``pytorch_nudged_down``, ``pytorch_nudged_2x``: PyTorch again with every
+  initial weight scaled by ``1 + NUDGE``, ``1 - NUDGE`` and ``1 + 2 NUDGE`` (a few float32
+  ulps, :data:`NUDGES`): the spread of trajectories started a rounding error away. Training
+  on random data is chaotic: on an H200, inputs moved by 1e-6 changed ResNet-50's float32 loss
   by 3e-2 within two steps (benchmarks/train_check.py), and cuDNN's deterministic reruns
-  (spread 0) say nothing about it. Any other summation order starts such a trajectory;
+  (spread 0) say nothing about it. Any other summation order starts such a trajectory. Three
+  of them, because one is one draw of a spread that varies from draw to draw: on an H200
+  (session 31) a single nudged run's largest tail difference was 0.47 in one process and
+  0.29 in the next, with the same code;
 - ``tileconv``: ``tileconv.convert(model, fuse=False)``: every ``nn.Conv2d`` swapped for a
   :class:`tileconv.nn.Conv2d` with the same weights, nothing else changed. Not the fusing
   convert: a training-mode BatchNorm normalises with the batch's statistics, so it cannot
@@ -33,7 +37,8 @@ Runs, each from a fresh copy of the same initial model (``pytorch``, ``pytorch_r
 had time to diverge), the largest |loss(tileconv) - loss(pytorch)| is at most
 ``NOISE_FACTOR`` times the largest of PyTorch's spreads, |pytorch - pytorch_rerun|,
 |pytorch - pytorch_fp32| and |pytorch - pytorch_nudged|, measured in the same process. The factor allows for a maximum of
-chaotic differences fluctuating from run to run; the numbers are printed beside the verdict.
+chaotic differences fluctuating from run to run; the numbers are printed beside the verdict,
+with each run's mean loss over the same steps.
 
 Step time: CUDA events around each step (zero_grad, forward, backward, optimizer step); the
 median over the steps after the first ``WARMUP_STEPS`` (Triton JIT, cuDNN's algorithm search,
@@ -74,8 +79,9 @@ NOISE_FACTOR = 1.5
 MOMENTUM = 0.9
 WEIGHT_DECAY = 1e-4
 SEED = 0  # the initial weights: torch.manual_seed(SEED); the data: SEED + 1
-RUNS = ("pytorch", "pytorch_rerun", "pytorch_fp32", "pytorch_nudged", "tileconv")
 NUDGE = 2.0**-20  # pytorch_nudged: initial weights scaled by 1 + NUDGE (about 8 float32 ulps)
+NUDGES = {"pytorch_nudged": NUDGE, "pytorch_nudged_down": -NUDGE, "pytorch_nudged_2x": 2 * NUDGE}
+RUNS = ("pytorch", "pytorch_rerun", "pytorch_fp32", *NUDGES, "tileconv")
 PROFILED = ("pytorch", "tileconv")  # runs followed by a few profiled steps (profile_steps)
 INTERLEAVED = ("pytorch", "pytorch_rerun", "tileconv")  # the timed runs, stepped in turn (run_interleaved)
 PROFILE_STEPS = 5
@@ -122,10 +128,10 @@ def prepare(model: nn.Module, kind: str, device: torch.device | str) -> nn.Modul
     import tileconv
 
     model = copy.deepcopy(model).to(device=device, memory_format=torch.channels_last).train()
-    if kind == "pytorch_nudged":
+    if kind in NUDGES:
         with torch.no_grad():
             for param in model.parameters():
-                param.mul_(1 + NUDGE)
+                param.mul_(1 + NUDGES[kind])
     if kind == "tileconv":
         model = tileconv.convert(model, fuse=False, inplace=True)
     return model
@@ -315,6 +321,7 @@ class Verdict:
     max_diff_tail: float  # the same over the last TAIL_STEPS steps
     noise: dict[str, float] = field(default_factory=dict)  # reference -> max |pytorch - reference| in the tail
     noise_all: dict[str, float] = field(default_factory=dict)  # the same over every step
+    tail_means: dict[str, float] = field(default_factory=dict)  # run -> its mean loss over the tail
     tail_steps: int = TAIL_STEPS
     factor: float = NOISE_FACTOR
     ok: bool = False
@@ -327,7 +334,8 @@ class Verdict:
         spreads = ", ".join(f"|pytorch - {name}| {value:.4g}" for name, value in self.noise.items())
         return (f"loss: max |tileconv - pytorch| = {self.max_diff:.4g} over the run, {self.max_diff_tail:.4g} over the "
                 f"last {self.tail_steps} steps; PyTorch's own spread there: {spreads}; "
-                f"{'PASS' if self.ok else 'FAIL'} (within noise: <= {self.factor:g} x {self.noise_tail:.4g})")
+                f"{'PASS' if self.ok else 'FAIL'} (within noise: <= {self.factor:g} x {self.noise_tail:.4g}); mean loss "
+                f"over those steps: " + ", ".join(f"{name} {value:.4g}" for name, value in self.tail_means.items()))
 
 
 def judge(runs: dict[str, RunResult], tail: int = TAIL_STEPS, factor: float = NOISE_FACTOR,
@@ -342,7 +350,8 @@ def judge(runs: dict[str, RunResult], tail: int = TAIL_STEPS, factor: float = NO
         if name.startswith("pytorch") and name != reference:
             spread = abs_diff(run.losses, ref)
             noise[name], noise_all[name] = max_or_nan(spread[-tail:]), max_or_nan(spread)
-    verdict = Verdict(max_or_nan(diff), max_or_nan(diff[-tail:]), noise, noise_all, tail, factor)
+    means = {name: statistics.fmean(run.losses[-tail:]) for name, run in runs.items() if run.losses}
+    verdict = Verdict(max_or_nan(diff), max_or_nan(diff[-tail:]), noise, noise_all, means, tail, factor)
     finite = not math.isnan(verdict.max_diff_tail) and not math.isnan(verdict.noise_tail)
     verdict.ok = finite and verdict.max_diff_tail <= factor * verdict.noise_tail
     return verdict
@@ -381,7 +390,8 @@ def plot_losses(runs: dict[str, RunResult], path, title: str, tail: int = TAIL_S
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     colors = {"pytorch": COLORS["cudnn"], "tileconv": COLORS["tileconv"], "pytorch_rerun": "#bbbbbb",
-              "pytorch_fp32": COLORS["compile"], "pytorch_nudged": "#8c6bb1"}
+              "pytorch_fp32": COLORS["compile"], "pytorch_nudged": "#8c6bb1", "pytorch_nudged_down": "#b39ddb",
+              "pytorch_nudged_2x": "#5e3c99"}
     ref = runs["pytorch"].losses
     for name, run in runs.items():
         steps = range(1, len(run.losses) + 1)

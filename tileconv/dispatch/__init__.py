@@ -37,6 +37,9 @@ from .heuristics import (
     default_config,
     prefers_subpixel_dgrad,
 )
+from .heuristics import (
+    grid_dgrad_config as grid_dgrad_config,  # the grid dgrad route's tile (functional._dgrad)
+)
 
 _selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
 

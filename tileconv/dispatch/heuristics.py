@@ -628,6 +628,16 @@ TOEPLITZ_WGRAD_MIN_TAPS = 50
 TOEPLITZ_WGRAD_MIN_WIDTH = 14
 
 
+def grid_dgrad_config(forward: ConvProblem) -> LaunchConfig:
+    """gemm_1x1's tile on the 'grid' dgrad route (:func:`tileconv.dispatch.dgrad_route`: a
+    strided 1x1's dgrad, each tile also writing the zeros of the U*V - 1 pixels around each of
+    its own): the forward problem's default with 64 x 128 tiles, not persistent (the view is no
+    matrix for the copy engine's stores). H200, ResNet-50's three 1x1/2 dgrads: 64 x 128 the
+    fastest of four tiles on each (31.6 / 24.4 / 19.8 us), ahead of the forward problem's own
+    tuned tile (32.7 / 27.7 / 20.5: tuned with a dense output); benchmarks/probe_strided_dgrad.py."""
+    return replace(default_config(forward, "gemm_1x1"), block_m=64, block_n=128, persistent=0)
+
+
 # The sub-pixel dgrad's widest cell (U*V*C channels): one 16-wide tensor-core tile, the narrowest
 # the phase kernel's N side takes anyway (H200, ResNet-50's stem: U*V*C = 12; see prefers_subpixel_dgrad).
 SUBPIXEL_DGRAD_MAX_CHANNELS = 16

@@ -251,47 +251,57 @@ def zero_off_grid(t: torch.Tensor, stride: tuple[int, int]) -> None:
 @triton.jit
 def shuffle_subpixels_kernel(
     cells_ptr,  # (N, O, ceil(H/U), ceil(W/V)), channel (a*V + b)*C + c of cell (i, j): dx[n, c, U*i + a, V*j + b]
-    dx_ptr,  # (N, C, H, W)
-    C, H, W, pixels,  # pixels = N*H*W
+    dx_ptr,  # (N, C, H, W), dense: channels_last or contiguous (CHANNELS_LAST)
+    C, H, W, elements,
     stride_cn, stride_co, stride_ci, stride_cj,
-    stride_xn, stride_xc, stride_xh, stride_xw,
-    U: tl.constexpr, V: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr,
+    U: tl.constexpr, V: tl.constexpr, CHANNELS_LAST: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
     """dx from the sub-pixel cells (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`):
-    BLOCK_P pixels of dx x BLOCK_C channels a program, each element copied from its phase's
-    channel of its cell."""
-    pix = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
+    BLOCK consecutive elements of dx's memory a program (wide stores), each gathered from its
+    phase's channel of its cell."""
+    e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     if INT64:
-        pix = pix.to(tl.int64)
-    ch = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    rows = pix // W
-    w = pix - rows * W
-    n = rows // H
-    h = rows - n * H
+        e = e.to(tl.int64)
+    if CHANNELS_LAST:
+        pix = e // C
+        c = e - pix * C
+        rows = pix // W
+        w = pix - rows * W
+        n = rows // H
+        h = rows - n * H
+    else:
+        rows = e // W
+        w = e - rows * W
+        planes = rows // H
+        h = rows - planes * H
+        n = planes // C
+        c = planes - n * C
     i = h // U
     j = w // V
-    phase = ((h - i * U) * V + (w - j * V)) * C
-    mask = (pix < pixels)[:, None] & (ch < C)[None, :]
-    src = (n * stride_cn + i * stride_ci + j * stride_cj + phase * stride_co)[:, None] + (ch * stride_co)[None, :]
-    dst = (n * stride_xn + h * stride_xh + w * stride_xw)[:, None] + (ch * stride_xc)[None, :]
-    tl.store(dx_ptr + dst, tl.load(cells_ptr + src, mask=mask), mask=mask)
+    channel = ((h - i * U) * V + (w - j * V)) * C + c
+    mask = e < elements
+    value = tl.load(cells_ptr + n * stride_cn + channel * stride_co + i * stride_ci + j * stride_cj, mask=mask)
+    tl.store(dx_ptr + e, value, mask=mask)
 
 
-SHUFFLE_TILE = 2048  # elements a program of shuffle_subpixels_kernel (4 warps)
+SHUFFLE_BLOCK = 2048  # elements of dx a program of shuffle_subpixels_kernel (4 warps: 16 a thread)
 
 
 def shuffle_subpixels(cells: torch.Tensor, dx: torch.Tensor, stride: tuple[int, int]) -> None:
-    """Write ``dx`` (N, C, H, W) from ``cells`` (N, O, ceil(H/U), ceil(W/V)), the sub-pixel
-    convolution's output (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`):
-    dx[n, c, U*i + a, V*j + b] = cells[n, (a*V + b)*C + c, i, j]. Any strides; one Triton launch."""
+    """Write ``dx`` (N, C, H, W), dense (contiguous or channels_last), from ``cells`` (N, O,
+    ceil(H/U), ceil(W/V)), any strides, the sub-pixel convolution's output
+    (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`):
+    dx[n, c, U*i + a, V*j + b] = cells[n, (a*V + b)*C + c, i, j]. One Triton launch."""
     n, c, h, w = dx.shape
-    pixels = n * h * w
-    block_c = min(triton.next_power_of_2(c), 64)
-    block_p = SHUFFLE_TILE // block_c
-    if pixels:
-        launch(shuffle_subpixels_kernel, (cdiv(pixels, block_p), cdiv(c, block_c)), cells, dx, c, h, w, pixels,
-               *kernel_strides(cells), *kernel_strides(dx), U=stride[0], V=stride[1], BLOCK_P=block_p,
-               BLOCK_C=block_c, INT64=max(cells.numel(), dx.numel(), pixels + block_p) >= INT32_LIMIT, num_warps=4)
+    channels_last = layout_of(dx) == "nhwc"
+    if not dx.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format):
+        raise ValueError(f"shuffle_subpixels needs a dense dx (contiguous or channels_last), got strides "
+                         f"{tuple(dx.stride())} for shape {tuple(dx.shape)}")
+    elements = dx.numel()
+    if elements:
+        launch(shuffle_subpixels_kernel, (cdiv(elements, SHUFFLE_BLOCK),), cells, dx, c, h, w, elements,
+               *kernel_strides(cells), U=stride[0], V=stride[1], CHANNELS_LAST=channels_last, BLOCK=SHUFFLE_BLOCK,
+               INT64=max(cells.numel(), elements + SHUFFLE_BLOCK) >= INT32_LIMIT, num_warps=4)
 
 
 def _tap_steps(stride: int, dilation: int) -> tuple[int, int]:
