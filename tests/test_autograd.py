@@ -623,9 +623,9 @@ def test_subpixel_geometry_matches_pytorch_in_float64():
 @pytest.mark.parametrize("dtype,layout", [(torch.float16, "nhwc"), (torch.float32, "nchw"), (torch.bfloat16, "nhwc")],
                          ids=["f16-nhwc", "f32-nchw", "bf16-nhwc"])
 def test_subpixel_dgrad_matches_float64(geometry, dtype, layout, device, seed, monkeypatch):
-    """auto dispatch's 'subpixel' route (every strided dgrad made to take it here; the
-    heuristics give it cells of up to 16 channels): the cells convolution through the forward
-    kernels, then shuffle_subpixels onto dx (poisoned); the phase kernel never runs."""
+    """auto dispatch's 'subpixel' route (every strided dgrad made to take it here, whatever
+    share of its taps the filter fills): the cells convolution through the forward kernels,
+    then shuffle_subpixels onto dx (poisoned); the phase kernel never runs."""
     from tileconv import dispatch
     from tileconv.kernels import backward
 
@@ -634,7 +634,7 @@ def test_subpixel_dgrad_matches_float64(geometry, dtype, layout, device, seed, m
 
     phase = backward.BACKWARD_ALGORITHMS["implicit_gemm"]
     monkeypatch.setitem(backward.BACKWARD_ALGORITHMS, "implicit_gemm", dataclasses.replace(phase, dgrad=forbidden))
-    monkeypatch.setattr(dispatch, "prefers_subpixel_dgrad", lambda problem: True)
+    monkeypatch.setattr(dispatch, "prefers_subpixel_dgrad", lambda problem, forward: True)
     dispatch.clear_selection_cache()
     problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, layout, device, seed)
     route = dispatch.dgrad_route(problem)
@@ -649,7 +649,9 @@ def test_subpixel_dgrad_heuristic():
     stem = tileconv.ConvProblem(32, 3, 224, 224, 64, 7, 7, stride=(2, 2), padding=(3, 3))
     assert dispatch.dgrad_route(stem).kind == "subpixel" and dispatch.dgrad_forward(stem).k == 16
     wide = tileconv.ConvProblem(32, 128, 56, 56, 128, 3, 3, stride=(2, 2), padding=(1, 1))
-    assert dispatch.dgrad_route(wide) is None  # 4 x 128 channels a cell: the phase kernel
+    assert dispatch.dgrad_route(wide).kind == "subpixel"  # 9 of the 2x2 cell filter's 16 taps a cell
+    sparse = tileconv.ConvProblem(1, 8, 16, 16, 8, 2, 2, stride=(4, 4), padding=(1, 1))
+    assert sparse.dgrad_as_subpixel_forward() is not None and dispatch.dgrad_route(sparse) is None  # 4 of 64
 
 
 @pytest.mark.parametrize("layout", ["nhwc", "nchw"])

@@ -380,10 +380,11 @@ class CallPlan:
                 if t is candidate or (by_address and t.data_ptr() == candidate.data_ptr()):
                     return len(own) + index
             # Scratch, or a view of it starting where it does (im2row's unrolled input, read
-            # as NCHW-strided channels_last): a replay allocates the whole scratch tensor afresh
-            # and hands every view of it the new address.
+            # as NCHW-strided channels_last; the sub-pixel dgrad's cells, written through a
+            # descriptor): a replay allocates the whole scratch tensor afresh and hands every
+            # view of it the new address.
             scratch = [w for w in record.workspaces if w.numel() and w.data_ptr() == t.data_ptr()]
-            if not by_address and scratch:
+            if scratch:
                 slot = scratch_slots.get(t.data_ptr())
                 if slot is None:
                     derived.append(scratch[0])

@@ -161,9 +161,10 @@ def dgrad_route(problem: ConvProblem) -> DgradRoute | None:
     - 'grid': an unpadded strided 1x1's, onto every U-th row and V-th column of dx, the rest
       zero (:meth:`ConvProblem.dgrad_as_strided_forward`; H200, ResNet-50's three 1x1/2
       dgrads on the phase kernel: 0.73x-0.89x cuDNN).
-    - 'subpixel': a strided dgrad with few input channels, all U*V phases of a cell as one
+    - 'subpixel': a strided dgrad (groups 1, no dilation), all U*V phases of a cell as one
       convolution's channels (:meth:`ConvProblem.dgrad_as_subpixel_forward`), where
-      :func:`~tileconv.dispatch.heuristics.prefers_subpixel_dgrad` says so.
+      :func:`~tileconv.dispatch.heuristics.prefers_subpixel_dgrad` says so (most of the taps
+      it multiplies are the filter's).
 
     Each then gets the forward's kernels, heuristics and tuning (``tune --pass dgrad``
     tunes the forward problem)."""
@@ -176,7 +177,7 @@ def dgrad_route(problem: ConvProblem) -> DgradRoute | None:
     elif (forward := problem.dgrad_as_strided_forward()) is not None:
         if not (problem.is_depthwise and problem.k != problem.c):
             route = DgradRoute("grid", forward)
-    elif prefers_subpixel_dgrad(problem) and (forward := problem.dgrad_as_subpixel_forward()) is not None:
+    elif (forward := problem.dgrad_as_subpixel_forward()) is not None and prefers_subpixel_dgrad(problem, forward):
         route = DgradRoute("subpixel", forward)
     _dgrad_routes[problem] = route
     return route

@@ -638,19 +638,23 @@ def grid_dgrad_config(forward: ConvProblem) -> LaunchConfig:
     return replace(default_config(forward, "gemm_1x1"), block_m=64, block_n=128, persistent=0)
 
 
-# The sub-pixel dgrad's widest cell (U*V*C channels): one 16-wide tensor-core tile, the narrowest
-# the phase kernel's N side takes anyway (H200, ResNet-50's stem: U*V*C = 12; see prefers_subpixel_dgrad).
-SUBPIXEL_DGRAD_MAX_CHANNELS = 16
+# The sub-pixel dgrad multiplies U*V*T_h*T_w taps a cell where the phases read R*S: at most twice that.
+SUBPIXEL_MIN_TAP_USE = 0.5
 
 
-def prefers_subpixel_dgrad(problem: ConvProblem) -> bool:
-    """Whether a strided dgrad runs as the sub-pixel forward convolution
+def prefers_subpixel_dgrad(problem: ConvProblem, forward: ConvProblem) -> bool:
+    """Whether a strided dgrad runs as the sub-pixel forward convolution ``forward``
     (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`) rather than on the phase
-    kernel: where all U*V phases' channels of a cell fit the 16-wide tile that the phase
-    kernel would fill with C channels of one phase. The phase kernel gathers each dy tile
-    once a phase; the sub-pixel convolution once for all of them (in a filter of the
-    phases' joint reach, zero where a phase reads no tap). Measured on ResNet-50's stem."""
-    return problem.stride[0] * problem.stride[1] * problem.c <= SUBPIXEL_DGRAD_MAX_CHANNELS
+    kernel: where at least :data:`SUBPIXEL_MIN_TAP_USE` of the taps it multiplies are the
+    filter's (its T_h x T_w filter spans every phase's reach, zero where a phase reads no tap:
+    a 3x3/2 uses 9 of 16, a 7x7/2 49 of 64; a 2x2/4 would use 4 of 64). The phase kernel
+    gathers each dy tile once a phase, each tile's reduction only its phase's taps (1 to 4 on
+    a 3x3/2: short pipelines); the sub-pixel convolution gathers it once for all phases, on
+    the forward's kernels and tuning. H200, ResNet-50, both routes tuned
+    (benchmarks/probe_subpixel_dgrad.py): the stem 541 -> 126 us, the 3x3/2 rows c128 hw56 44.5
+    -> 42.8, c256 hw28 39.3 -> 37.3, c512 hw14 43.7 -> 34.9."""
+    phases = problem.stride[0] * problem.stride[1]
+    return problem.r * problem.s >= SUBPIXEL_MIN_TAP_USE * phases * forward.r * forward.s
 
 
 def choose_backward_algorithm(problem: ConvProblem) -> str:
