@@ -19,8 +19,9 @@ from tileconv.kernels import BackwardConfig, get_backward_algorithm
 from tileconv.kernels.backward import aten_convolution_backward
 from tileconv.testing import assert_conv_close, random_inputs, tolerance
 
-# Stride 2: the output-phase dgrad kernel (a stride-1 dgrad runs as a forward convolution).
-TINY = ConvProblem(n=1, c=16, h=6, w=5, k=16, r=3, s=3, stride=(2, 2), padding=(1, 1))
+# Stride 2, dilation 2: the output-phase dgrad kernel (a stride-1 dgrad runs as a forward
+# convolution, an undilated strided one as the sub-pixel convolution: dispatch.dgrad_route).
+TINY = ConvProblem(n=1, c=16, h=6, w=5, k=16, r=3, s=3, stride=(2, 2), padding=(1, 1), dilation=(2, 2))
 TINY_S1 = replace(TINY, stride=(1, 1))
 TINY_DW = ConvProblem(n=1, c=8, h=5, w=5, k=8, r=3, s=3, padding=(1, 1), groups=8)
 
