@@ -85,6 +85,14 @@ def next_reduction_step(c0, tap_s, tap_r, C, S, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
+def divide(x, d):
+    """(x // d, x % d) for non-negative x, with one division (the remainder by a multiply):
+    one digit of a flat index in mixed radix."""
+    q = x // d
+    return q, x - q * d
+
+
+@triton.jit
 def pixel_count(N, P, Q, INT64: tl.constexpr):
     """N*P*Q, the GEMM's M (or any N x rows x columns count): in int64 when ``INT64``, where
     the product itself may pass 2**31."""

@@ -36,7 +36,7 @@ import triton.language as tl
 
 from .._runtime import INT32_LIMIT, cdiv, kernel_strides
 from ..problem import ConvProblem, layout_of
-from .common import output_pixels, pixel_count
+from .common import divide, output_pixels, pixel_count
 from .config import BackwardConfig, dot_constexprs
 from .fast_launch import launch
 from .weights import channels_last_weight
@@ -262,23 +262,17 @@ def shuffle_subpixels_kernel(
     e = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     if INT64:
         e = e.to(tl.int64)
-    if CHANNELS_LAST:
-        pix = e // C
-        c = e - pix * C
-        rows = pix // W
-        w = pix - rows * W
-        n = rows // H
-        h = rows - n * H
-    else:
-        rows = e // W
-        w = e - rows * W
-        planes = rows // H
-        h = rows - planes * H
-        n = planes // C
-        c = planes - n * C
-    i = h // U
-    j = w // V
-    channel = ((h - i * U) * V + (w - j * V)) * C + c
+    if CHANNELS_LAST:  # e = ((n*H + h)*W + w)*C + c
+        pix, c = divide(e, C)
+        rows, w = divide(pix, W)
+        n, h = divide(rows, H)
+    else:  # e = ((n*C + c)*H + h)*W + w
+        rows, w = divide(e, W)
+        planes, h = divide(rows, H)
+        n, c = divide(planes, C)
+    i, a = divide(h, U)
+    j, b = divide(w, V)
+    channel = (a * V + b) * C + c
     mask = e < elements
     value = tl.load(cells_ptr + n * stride_cn + channel * stride_co + i * stride_ci + j * stride_cj, mask=mask)
     tl.store(dx_ptr + e, value, mask=mask)

@@ -33,7 +33,7 @@ import triton.language as tl
 
 from .._runtime import cdiv, kernel_strides
 from ..problem import ConvProblem
-from .common import advance_pixels, output_pixels, pixel_count, pixel_steps
+from .common import advance_pixels, divide, output_pixels, pixel_count, pixel_steps
 from .config import BackwardConfig, dot_constexprs, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
@@ -193,12 +193,9 @@ def wgrad_finish_kernel(
     offs_e = tl.program_id(0).to(tl.int64) * BLOCK_E + tl.arange(0, BLOCK_E)
     mask_e = offs_e < KT
     total = _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S, BLOCK_E)
-    k = offs_e // T
-    t = offs_e - k * T
-    tap = t // C_PER_GROUP
-    c = t - tap * C_PER_GROUP
-    r = tap // S
-    s = tap - r * S
+    k, t = divide(offs_e, T)
+    tap, c = divide(t, C_PER_GROUP)
+    r, s = divide(tap, S)
     tl.store(out_ptr + k * stride_ok + c * stride_oc + r * stride_or + s * stride_ow,
              total.to(out_ptr.dtype.element_ty), mask=mask_e)
 
