@@ -72,7 +72,7 @@ def probe_row(name: str, c: int, hw: int, k: int) -> None:
 
     want = cudnn().float()
     others = [config for config in CONFIGS if config != tuned]
-    forms = [("cuDNN", cudnn), (f"auto {tile(dispatch.grid_dgrad_config(forward))}", auto),
+    forms = [("cuDNN", cudnn), (f"auto {tile(dispatch.dgrad_route(problem).fused_config)}", auto),
              (f"separate fill, tuned {tile(tuned)}", separate(tuned))]
     forms += [(f"fused {tile(config)}", fused(config)) for config in [tuned, *others]]
     print(f"{name}: gemm_1x1's tuned config (dense output) {tile(tuned)}")

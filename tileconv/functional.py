@@ -34,7 +34,7 @@ from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
 from .kernels.dgrad import shuffle_subpixels, zero_off_grid
 from .kernels.fast_launch import workspace
-from .kernels.launch import gemm_1x1_unsupported_reason, launch_gemm_1x1
+from .kernels.launch import launch_gemm_1x1
 from .kernels.weights import dgrad_weight, subpixel_dgrad_weight
 from .problem import (
     ConvProblem,
@@ -61,23 +61,17 @@ def poison_outputs() -> Iterator[None]:
         _POISON_OUTPUTS = previous
 
 
-def _allocate_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
+def _allocate_like(shape, layout: str, like: torch.Tensor, scratch: bool = False) -> torch.Tensor:
     """An output of ``shape`` in ``layout`` with ``like``'s dtype and device (NaN-filled
-    inside :func:`poison_outputs`)."""
+    inside :func:`poison_outputs`); ``scratch``: a tensor the call's launches share and
+    nobody keeps (:func:`~tileconv.kernels.fast_launch.workspace`: a replayed call
+    allocates it afresh)."""
     fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
-    out = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
-    return out.fill_(float("nan")) if _POISON_OUTPUTS else out
-
-
-def _scratch_like(shape, layout: str, like: torch.Tensor) -> torch.Tensor:
-    """:func:`_allocate_like` for a tensor the call's launches share and nobody keeps
-    (:func:`~tileconv.kernels.fast_launch.workspace`: a replayed call allocates it afresh)."""
-    n, c, h, w = shape
-    if layout == "nhwc":
-        t = workspace((n, h, w, c), like.dtype, like.device).permute(0, 3, 1, 2)
+    if scratch:
+        out = workspace(shape, like.dtype, like.device, memory_format=fmt)
     else:
-        t = workspace(shape, like.dtype, like.device)
-    return t.fill_(float("nan")) if _POISON_OUTPUTS else t
+        out = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+    return out.fill_(float("nan")) if _POISON_OUTPUTS else out
 
 
 def uses_triton(x: torch.Tensor) -> bool:
@@ -194,8 +188,8 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
     - 'grid' (an unpadded strided 1x1): the forward writes dx[:, :, ::U, ::V]; the other
       pixels' zeros leave with gemm_1x1's tiles where it runs the forward problem
       (channels_last), else from a launch of their own first.
-    - 'subpixel' (strided, few input channels): the forward writes each cell's U*V phases
-      as channels of a scratch tensor, which one launch spreads onto dx."""
+    - 'subpixel' (strided, dense): the forward writes each cell's U*V phases as channels of
+      a scratch tensor, which one launch spreads onto dx."""
     route = dispatch.dgrad_route(problem) if algo == "auto" and config is None and problem.n else None
     if route is not None:
         forward = route.problem
@@ -206,7 +200,7 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
             return conv2d_problem(forward, grad, dgrad_weight(weight, problem.groups), None, None)
         grad_input = _allocate_like(problem.input_shape, problem.layout, x)
         if route.kind == "subpixel":
-            cells = _scratch_like(forward.output_shape, problem.layout, x)
+            cells = _allocate_like(forward.output_shape, problem.layout, x, scratch=True)
             cell_weight = subpixel_dgrad_weight(weight, problem.stride, problem.padding, forward.k)
             _run_problem(forward, grad, cell_weight, None, None, "auto", None, out=cells)
             shuffle_subpixels(cells, grad_input, problem.stride)
@@ -214,8 +208,8 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
         weight_t = dgrad_weight(weight, problem.groups)
         u, v = problem.stride
         on_grid = grad_input[:, :, ::u, ::v]
-        if gemm_1x1_unsupported_reason(forward) is None:
-            launch_gemm_1x1(forward, grad, weight_t, None, None, on_grid, dispatch.grid_dgrad_config(forward),
+        if route.fused_config is not None:
+            launch_gemm_1x1(forward, grad, weight_t, None, None, on_grid, route.fused_config,
                             onto=grad_input, onto_stride=problem.stride)
         else:
             zero_off_grid(grad_input, problem.stride)

@@ -315,11 +315,11 @@ class ConvProblem:
         )
 
 
-def subpixel_taps(taps: int, stride: int, pad: int) -> tuple[int, list[list[tuple[int, int]]]]:
+def subpixel_taps(taps: int, stride: int, pad: int) -> tuple[int, int, list[list[tuple[int, int]]]]:
     """Along one axis of a convolution (``taps`` filter taps, ``stride``, leading padding ``pad``,
     dilation 1), which filter taps each phase a of the input gradient reads, and from where:
-    (lo, phases), phases[a] the pairs (t, r) of filter tap r read from dy's row i + lo + t for
-    dx's row U*i + a.
+    (lo, span, phases), phases[a] the pairs (t, r) of filter tap r read from dy's row
+    i + lo + t for dx's row U*i + a, t < span (the sub-pixel filter's taps along the axis).
 
     dx row h = U*i + a reads dy row p = (h + pad - r) / U for each r with that division exact:
     r = r_a + U*m (r_a = (a + pad) mod U), p = i + d_a - m (d_a = (a + pad - r_a) / U). lo is
@@ -331,15 +331,15 @@ def subpixel_taps(taps: int, stride: int, pad: int) -> tuple[int, list[list[tupl
         offset = (a + pad - first) // stride
         reads.append([(offset - m, first + stride * m) for m in range(-(-(taps - first) // stride))])
     lo = min(offset for phase in reads for offset, _ in phase)
-    return lo, [[(offset - lo, r) for offset, r in phase] for phase in reads]
+    span = 1 + max(offset for phase in reads for offset, _ in phase) - lo
+    return lo, span, [[(offset - lo, r) for offset, r in phase] for phase in reads]
 
 
 def _subpixel_reach(size: int, taps: int, stride: int, pad: int, out: int) -> tuple[int, int, int] | None:
     """The sub-pixel problem's (filter taps, leading padding, trailing padding) along one axis
     (:meth:`ConvProblem.dgrad_as_subpixel_forward`): ceil(size / stride) cells from ``out`` rows
     of dy. None where a padding would be negative (dy rows no cell reads)."""
-    lo, phases = subpixel_taps(taps, stride, pad)
-    span = 1 + max(t for phase in phases for t, _ in phase)
+    lo, span, _ = subpixel_taps(taps, stride, pad)
     cells = -(-size // stride)
     before, after = -lo, cells - 1 + lo + span - 1 - (out - 1)
     return (span, before, after) if before >= 0 and after >= 0 else None

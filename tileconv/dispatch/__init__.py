@@ -35,10 +35,8 @@ from .heuristics import (
     choose_backward_algorithm,
     default_backward_config,
     default_config,
+    grid_dgrad_config,
     prefers_subpixel_dgrad,
-)
-from .heuristics import (
-    grid_dgrad_config as grid_dgrad_config,  # the grid dgrad route's tile (functional._dgrad)
 )
 
 _selected: dict[tuple[ConvProblem, str, torch.device], tuple[Algorithm, LaunchConfig]] = {}
@@ -99,8 +97,7 @@ def select_backward(problem: ConvProblem, algo: str = "auto") -> BackwardAlgorit
     """The backward algorithm for ``problem``: ``algo`` by name, or the heuristics' choice
     (:func:`~tileconv.dispatch.heuristics.choose_backward_algorithm`), remembered per
     (problem, algo). Tuning picks its configs (:func:`backward_config`), not the algorithm;
-    under 'auto' a stride-1 dgrad, and an unpadded strided 1x1's, runs as a forward convolution instead
-    (:func:`dgrad_forward`)."""
+    under 'auto' some dgrads run as a forward convolution instead (:func:`dgrad_route`)."""
     key = (problem, algo)
     hit = _backward_algorithms.get(key)
     if hit is not None:
@@ -145,6 +142,9 @@ class DgradRoute(NamedTuple):
 
     kind: str  # 'forward': dx itself; 'grid': onto dx[:, :, ::U, ::V]; 'subpixel': onto cells, then dx
     problem: ConvProblem  # the forward problem: tuned, selected and timed as any other
+    # 'grid' where gemm_1x1 runs the forward problem: its tile, the zeros written by the same
+    # launch (:func:`~tileconv.dispatch.heuristics.grid_dgrad_config`); None: a fill launch first
+    fused_config: LaunchConfig | None = None
 
 
 _dgrad_routes: dict[ConvProblem, DgradRoute | None] = {}
@@ -171,12 +171,12 @@ def dgrad_route(problem: ConvProblem) -> DgradRoute | None:
     if problem in _dgrad_routes:
         return _dgrad_routes[problem]
     route = None
+    multiplier = problem.is_depthwise and problem.k != problem.c
     if (forward := problem.dgrad_as_forward()) is not None:
-        if not (problem.is_depthwise and problem.k != problem.c):
-            route = DgradRoute("forward", forward)
+        route = None if multiplier else DgradRoute("forward", forward)
     elif (forward := problem.dgrad_as_strided_forward()) is not None:
-        if not (problem.is_depthwise and problem.k != problem.c):
-            route = DgradRoute("grid", forward)
+        fused = grid_dgrad_config(forward) if ALGORITHMS["gemm_1x1"].unsupported_reason(forward) is None else None
+        route = None if multiplier else DgradRoute("grid", forward, fused)
     elif (forward := problem.dgrad_as_subpixel_forward()) is not None and prefers_subpixel_dgrad(problem, forward):
         route = DgradRoute("subpixel", forward)
     _dgrad_routes[problem] = route

@@ -4,8 +4,8 @@
 The heuristics size the backward configs from the forward's tiles; this races variants of
 them (on an H200, ResNet-50: 1.24x-1.27x over the heuristics, geometric mean).
 
-A stride-1 dgrad (and an unpadded strided 1x1's) runs as a forward convolution
-(:func:`tileconv.dispatch.dgrad_forward`); tuning it tunes that forward problem with
+A dgrad that runs as a forward convolution (stride 1, an unpadded strided 1x1, a sub-pixel
+one: :func:`tileconv.dispatch.dgrad_route`) is tuned as that forward problem with
 :func:`tileconv.tune` (ResNet's such dgrads are often forward problems of the same suite,
 tuned once for both). For every other
 problem and gradient:

@@ -230,16 +230,23 @@ def zero_off_grid_kernel(
 ZERO_TILE = 2048  # elements a program of zero_off_grid_kernel (4 warps: 16 each, 16-byte stores)
 
 
+def _dense_is_channels_last(t: torch.Tensor, what: str) -> bool:
+    """Whether ``t`` (N, C, H, W) is channels_last (else contiguous); ValueError naming
+    ``what`` where it is neither (the launchers below address it as one dense block)."""
+    channels_last = layout_of(t) == "nhwc"
+    if not t.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format):
+        raise ValueError(f"{what} needs a dense tensor (contiguous or channels_last), got strides "
+                         f"{tuple(t.stride())} for shape {tuple(t.shape)}")
+    return channels_last
+
+
 def zero_off_grid(t: torch.Tensor, stride: tuple[int, int]) -> None:
     """Zero the pixels of ``t`` (N, C, H, W), dense (contiguous or channels_last), outside its
     (U, V) grid: all but every U-th row and V-th column, which a strided 1x1's dgrad writes
     (:meth:`~tileconv.problem.ConvProblem.dgrad_as_strided_forward`). A Triton launch: a
     replayed call (:mod:`tileconv.call_plans`) repeats it, where it would skip a ``zero_``."""
     n, c, h, w = t.shape
-    nhwc = layout_of(t) == "nhwc"
-    if not t.is_contiguous(memory_format=torch.channels_last if nhwc else torch.contiguous_format):
-        raise ValueError(f"zero_off_grid needs a dense tensor (contiguous or channels_last), got strides "
-                         f"{tuple(t.stride())} for shape {tuple(t.shape)}")
+    nhwc = _dense_is_channels_last(t, "zero_off_grid")
     rows, inner = (n * h, c) if nhwc else (n * c * h, 1)
     block_i = min(triton.next_power_of_2(inner), 256)
     block_w = ZERO_TILE // block_i
@@ -287,10 +294,7 @@ def shuffle_subpixels(cells: torch.Tensor, dx: torch.Tensor, stride: tuple[int, 
     (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`):
     dx[n, c, U*i + a, V*j + b] = cells[n, (a*V + b)*C + c, i, j]. One Triton launch."""
     n, c, h, w = dx.shape
-    channels_last = layout_of(dx) == "nhwc"
-    if not dx.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format):
-        raise ValueError(f"shuffle_subpixels needs a dense dx (contiguous or channels_last), got strides "
-                         f"{tuple(dx.stride())} for shape {tuple(dx.shape)}")
+    channels_last = _dense_is_channels_last(dx, "shuffle_subpixels")
     elements = dx.numel()
     if elements:
         launch(shuffle_subpixels_kernel, (cdiv(elements, SHUFFLE_BLOCK),), cells, dx, c, h, w, elements,

@@ -56,11 +56,12 @@ class Recording:
 _recording: Recording | None = None
 
 
-def workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
+              memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
     """An uninitialised scratch tensor for the launches of one call (split-K's partial
-    sums). Taken from here, a recorded call knows it as scratch, which a replay allocates
-    afresh, rather than as a tensor it cannot account for."""
-    t = torch.empty(shape, dtype=dtype, device=device)
+    sums, the sub-pixel dgrad's cells). Taken from here, a recorded call knows it as scratch,
+    which a replay allocates afresh, rather than as a tensor it cannot account for."""
+    t = torch.empty(shape, dtype=dtype, device=device, memory_format=memory_format)
     if _recording is not None:
         _recording.workspaces.append(t)
     return t

@@ -168,9 +168,8 @@ def _subpixel_index(c: int, r: int, s: int, stride: tuple[int, int], padding: tu
                     device: torch.device) -> torch.Tensor:
     """For each (output channel, t, u) of :func:`subpixel_dgrad_weight`, the flat index of the
     weight element (c, r, s) it takes, c*R*S + r*S + s, or c*R*S (zero) where it takes none."""
-    (_, rows), (_, cols) = subpixel_taps(r, stride[0], padding[0]), subpixel_taps(s, stride[1], padding[1])
-    span_h = 1 + max(t for phase in rows for t, _ in phase)
-    span_w = 1 + max(u for phase in cols for u, _ in phase)
+    _, span_h, rows = subpixel_taps(r, stride[0], padding[0])
+    _, span_w, cols = subpixel_taps(s, stride[1], padding[1])
     index = torch.full((channels, span_h, span_w), c * r * s, dtype=torch.long)
     for a, row_taps in enumerate(rows):
         for b, col_taps in enumerate(cols):
