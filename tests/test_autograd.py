@@ -401,17 +401,6 @@ WS_WGRAD_CASES = [
      BackwardConfig(64, 64, 32, split_k=1, num_warps=4, num_stages=3, ws=1), "nhwc"),
     ("ws_3x3_split2_cl", ("ws_cl2", 2, 128, 9, 9, 128, 3, 3, 1, 1, 1, 1), torch.float16,
      BackwardConfig(128, 128, 64, split_k=2, num_warps=4, num_stages=3, ws=1), "nhwc"),
-    # Stream-K: 18 tiles of 9 steps over 5 programs (each ends one tile and starts another,
-    # whole tiles between); one tile shared by 7 programs (16 steps); 256x128 on two
-    # warpgroups at the launcher's own program count; bf16 at stride 2, 3 programs.
-    ("ws_sk_3x3_5_programs", ("ws_sk", 2, 64, 13, 10, 72, 3, 3, 1, 1, 1, 1), torch.float16,
-     BackwardConfig(64, 64, 32, split_k=5, num_warps=4, num_stages=3, ws=1, stream_k=1)),
-    ("ws_sk_1x1_one_tile", ("ws_sk_1x1", 4, 128, 16, 16, 128, 1, 1, 1, 0, 1, 1), torch.float16,
-     BackwardConfig(128, 128, 64, split_k=7, num_warps=4, num_stages=4, ws=1, stream_k=1)),
-    ("ws_sk_3x3_w8_auto", ("ws_sk_w8", 2, 128, 14, 14, 256, 3, 3, 1, 1, 1, 1), torch.float16,
-     BackwardConfig(256, 128, 32, num_warps=8, num_stages=6, ws=1, stream_k=1)),
-    ("ws_sk_s2_bf16", ("ws_sk_s2", 3, 192, 15, 14, 64, 3, 3, 2, (2, 1), (1, 2), 1), torch.bfloat16,
-     BackwardConfig(128, 128, 64, split_k=3, num_warps=4, num_stages=4, ws=1, stream_k=1)),
 ]
 
 
@@ -434,30 +423,6 @@ def test_ws_wgrad_matches_float64(case, device: str, seed: int):
                                                               weight_layout=(weight_layout or ["nchw"])[0])
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})",
                     algo="implicit_gemm", wgrad_config=config)
-
-
-def test_stream_k_wgrad_is_deterministic_and_leaves_its_counters_zero(device: str, seed: int):
-    """Stream-K adds a shared tile's partial sums in program order, whoever finishes last: two
-    calls give the same bits. Every tile's counter is back at zero after the launch (the next
-    launch relies on it)."""
-    from tileconv.functional import conv2d_backward_problem
-    from tileconv.kernels import fast_launch
-
-    reason = _ws_wgrad_reason()
-    if reason is not None:
-        pytest.skip(f"wgrad ws: {reason}")
-    config = BackwardConfig(64, 64, 32, split_k=7, num_warps=4, num_stages=3, ws=1, stream_k=1)
-    problem, x, weight, grad, _, want_w = _backward_case(("sk_det", 4, 128, 12, 12, 64, 3, 3, 1, 1, 1, 1),
-                                                         torch.float16, "nhwc", device, seed)
-    first = conv2d_backward_problem(problem, grad, x, weight, False, True, algo="implicit_gemm",
-                                    wgrad_config=config)[1]
-    for _ in range(3):
-        again = conv2d_backward_problem(problem, grad, x, weight, False, True, algo="implicit_gemm",
-                                        wgrad_config=config)[1]
-        assert torch.equal(again, first), "stream-K's sums changed between calls"
-    assert_conv_close(first, want_w, BACKWARD_TOLERANCE[problem.dtype], context=f"stream-K wgrad (seed {seed})")
-    tiles = 1 * (128 * 9 // 64)
-    assert not fast_launch.semaphores(tiles, first.device)[:tiles].any(), "a tile's counter was left non-zero"
 
 
 def test_ws_wgrad_refuses_what_it_cannot_run():

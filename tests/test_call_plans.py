@@ -485,49 +485,6 @@ _GPU_BACKWARD_CASES = [
 
 
 @pytest.mark.gpu
-def test_stream_k_wgrad_calls_are_replayed_with_their_streams_counters(seed: int):
-    """A stream-K wgrad (its tiles' counters from fast_launch.semaphores) is planned and
-    replayed, on the default stream and on another one, each stream with its own counters
-    and every replay right."""
-    from tileconv.functional import conv2d_backward_problem
-    from tileconv.kernels import BackwardConfig, fast_launch
-    from tileconv.kernels.wgrad_ws import wgrad_ws_unsupported_reason
-
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(4, 128, 12, 12, generator=gen, device="cuda", dtype=torch.float16)
-    x = x.contiguous(memory_format=torch.channels_last)
-    weight = torch.randn(64, 128, 3, 3, generator=gen, device="cuda", dtype=torch.float16) / 32
-    problem = tileconv.problem_from_arguments(x, weight, None, 1, 1, 1, 1)
-    reason = wgrad_ws_unsupported_reason(problem)
-    if reason is not None:
-        pytest.skip(f"wgrad ws: {reason}")
-    config = BackwardConfig(64, 64, 32, split_k=5, num_warps=4, num_stages=3, ws=1, stream_k=1)
-    replays = call_plans.stats()["replays"]
-    side = torch.cuda.Stream()
-    for call in range(4):
-        grad = torch.randn(problem.output_shape, generator=gen, device="cuda", dtype=torch.float16)
-        grad = grad.contiguous(memory_format=torch.channels_last)
-        stream = side if call == 3 else torch.cuda.current_stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            torch.full(problem.weight_shape, float("nan"), device="cuda", dtype=torch.float16)
-            _, got_w = conv2d_backward_problem(problem, grad, x, weight, False, True, algo="implicit_gemm",
-                                               wgrad_config=config)
-            counters = fast_launch.semaphores(18, got_w.device)[:18].clone()
-        torch.cuda.current_stream().wait_stream(stream)
-        _, ref_w = aten_backward(problem, grad, x, weight)
-        assert_conv_close(got_w, ref_w, tolerance(problem, problem.gemm_m), context=f"stream-K wgrad, call {call}")
-        assert not counters.any(), f"call {call} left a tile's counter non-zero"
-    assert call_plans.stats()["replays"] >= replays + 3, "the repeated stream-K calls were not replayed"
-
-
-def aten_backward(problem, grad, x, weight):
-    from tileconv.kernels.backward import aten_convolution_backward
-
-    return aten_convolution_backward(problem, grad.double(), x.double(), weight.double(), True, True)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("case", _GPU_BACKWARD_CASES, ids=lambda c: f"c{c[1]}k{c[4]}r{c[5]}u{c[7]}g{c[9]}")
 def test_replayed_backward_calls_match_the_reference(case, seed: int):
     """Three backward calls with fresh inputs and a changed weight each: the first records,

@@ -56,9 +56,7 @@ class BackwardConfig:
     channels per reduction step. wgrad: ``block_m`` output channels x ``block_n`` filter
     columns (r, s, c), ``block_k`` pixels per reduction step; ``split_k`` programs share
     the N*P*Q reduction (1: none; 0: the launcher decides from the problem's size);
-    ``ws``: wgrad on the warp-specialized Hopper kernel (:mod:`tileconv.kernels.wgrad_ws`);
-    ``stream_k``: that kernel's programs (one wave; ``split_k`` > 0 pins how many) share all the
-    tiles' pixel steps evenly, a shared tile summed by the last of its programs.
+    ``ws``: wgrad on the warp-specialized Hopper kernel (:mod:`tileconv.kernels.wgrad_ws`).
     Depthwise kernels: ``block_m`` pixels x ``block_n`` channels. ``tap_rows``: the halo
     wgrad's filter rows a program (0: all of them).
     """
@@ -71,7 +69,6 @@ class BackwardConfig:
     num_stages: int = 3
     tap_rows: int = 0
     ws: int = 0
-    stream_k: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,12 +76,8 @@ class BackwardConfig:
     def __str__(self) -> str:
         split = "auto" if self.split_k == 0 else str(self.split_k)
         rows = f" tap-rows {self.tap_rows}" if self.tap_rows else ""
-        if self.stream_k:
-            split = "stream-k" + (f" {self.split_k} programs" if self.split_k else "")
-        else:
-            split = f"split-k {split}"
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages} "
-                f"{split}{rows}{' ws' if self.ws else ''}")
+                f"split-k {split}{rows}{' ws' if self.ws else ''}")
 
     @classmethod
     def from_dict(cls, data: dict) -> BackwardConfig:

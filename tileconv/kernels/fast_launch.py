@@ -35,15 +35,13 @@ _counts = {"hits": 0, "misses": 0}
 class Recording:
     """What :func:`recording` saw: ``steps``, each (compiled kernel, 3D grid, every kernel
     argument in order) for a launch through :func:`launch`; ``workspaces``, the scratch
-    tensors the call took from :func:`workspace`; ``semaphores``, the counters it took from
-    :func:`semaphores`; ``triton_launches``, the
+    tensors the call took from :func:`workspace`; ``triton_launches``, the
     Triton launches by any route (counted by Triton's launch hook). A call can be
     replayed from ``steps`` only when the two agree and ``complete`` is set."""
 
     def __init__(self) -> None:
         self.steps: list[tuple[object, tuple[int, int, int], list]] = []
         self.workspaces: list[torch.Tensor] = []
-        self.semaphores: list[torch.Tensor] = []
         self.triton_launches = 0
         self.complete = True
 
@@ -66,30 +64,6 @@ def workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
     t = torch.empty(shape, dtype=dtype, device=device, memory_format=memory_format)
     if _recording is not None:
         _recording.workspaces.append(t)
-    return t
-
-
-# Per (device, stream): int32 counters that are zero between launches (see :func:`semaphores`).
-_semaphores: dict[tuple[int, int], torch.Tensor] = {}
-SEMAPHORE_MIN = 4096  # counters a buffer holds at least (16 KB), so that it rarely grows
-
-
-def semaphores(count: int, device: torch.device) -> torch.Tensor:
-    """``count`` int32 counters, all zero, for a kernel that sets each one it uses back to zero
-    before it ends (stream-K's tile arrivals): kept per device and stream, so that a launch
-    finds them zero without a fill of its own (a replayed call (:mod:`tileconv.call_plans`)
-    repeats launches, not fills), and two streams never share them. Under CUDA graph capture
-    the counters are a fresh zero-filled tensor that the graph zeroes again each replay."""
-    if device.type != "cuda" or torch.cuda.is_current_stream_capturing():
-        t = torch.zeros(count, dtype=torch.int32, device=device)
-    else:
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        key = (index, torch._C._cuda_getCurrentRawStream(index))
-        t = _semaphores.get(key)
-        if t is None or t.numel() < count:
-            t = _semaphores[key] = torch.zeros(max(count, SEMAPHORE_MIN), dtype=torch.int32, device=device)
-    if _recording is not None:
-        _recording.semaphores.append(t)
     return t
 
 
