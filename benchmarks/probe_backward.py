@@ -5,6 +5,8 @@
     python3 benchmarks/probe_backward.py wgrad            # the table
     python3 benchmarks/probe_backward.py wgrad --once     # one launch per row (for ncu)
     python3 benchmarks/probe_backward.py wgrad --ws       # the warp-specialized wgrad's configs, every 3x3 row
+    python3 benchmarks/probe_backward.py wgrad --wave     # the ws wgrad's 128x128 split-K on the 1x1 rows whose
+                                                          # auto split leaves SMs idle: auto, one full wave, two
     python3 benchmarks/probe_backward.py dw-random [N]    # N random depthwise problems: every backward
                                                           # algorithm's wgrad (and auto's dgrad) vs float64
     python3 benchmarks/probe_backward.py dw-host          # the depthwise suite's auto dgrad and wgrad:
@@ -36,6 +38,9 @@ CONFIGS = [None, B(128, 128, 64, 4, 8, 3), B(128, 128, 64, 1, 8, 4), B(128, 128,
            B(128, 64, 64, 4, 4, 4), B(128, 256, 64, 2, 8, 3), B(256, 128, 64, 2, 8, 3)]
 ROWS = ("r50 c64 hw56 k64 3x3/1", "r50 c256 hw14 k256 3x3/1", "r50 c512 hw7 k512 3x3/1", "r50 c64 hw56 k64 1x1/1",
         "r50 c1024 hw14 k256 1x1/1")
+if "--wave" in sys.argv:
+    ROWS = ("r50 c128 hw28 k512 1x1/1", "r50 c512 hw28 k128 1x1/1", "r50 c256 hw14 k1024 1x1/1",
+            "r50 c1024 hw14 k256 1x1/1", "r50 c1024 hw14 k512 1x1/1", "r50 c512 hw28 k256 1x1/1")
 if "--ws" in sys.argv:  # the warp-specialized wgrad (kernels/wgrad_ws.py) on every 3x3 row and two 1x1s
     CONFIGS = [None] + [B(bm, bn, bk, sk, w, st, ws=1) for bm, bn, bk, sk, w, st in (
         (128, 128, 64, 0, 4, 4), (128, 128, 64, 0, 4, 3), (256, 128, 64, 0, 8, 4), (128, 256, 64, 0, 8, 4),
@@ -95,7 +100,11 @@ def probe(name, p):
         return
     t_ref = do_bench(cudnn, warmup=25, rep=100, return_mode="median")
     print(f"{name:28s} cudnn {t_ref * 1e3:7.1f} us  {p.flops / t_ref / 1e9:6.1f} TFLOP/s", flush=True)
-    for cfg in CONFIGS:
+    configs = CONFIGS
+    if "--wave" in sys.argv:  # 128x128 tiles, the launcher's split, then as many splits as fill one and two waves
+        tiles = (p.k // 128) * (p.c // 128)
+        configs = [None] + [B(128, 128, 64, split, 4, 4, ws=1) for split in (0, 132 // tiles, 264 // tiles)]
+    for cfg in configs:
         try:
             ok = compare(ours(cfg), ref, tolerance(p, p.gemm_m if need_w else p.k * p.r * p.s)).ok
             t = do_bench(lambda cfg=cfg: ours(cfg), warmup=25, rep=100, return_mode="median")
