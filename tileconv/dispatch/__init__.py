@@ -175,8 +175,9 @@ def dgrad_route(problem: ConvProblem) -> DgradRoute | None:
     if (forward := problem.dgrad_as_forward()) is not None:
         route = None if multiplier else DgradRoute("forward", forward)
     elif (forward := problem.dgrad_as_strided_forward()) is not None:
-        fused = grid_dgrad_config(forward) if ALGORITHMS["gemm_1x1"].unsupported_reason(forward) is None else None
-        route = None if multiplier else DgradRoute("grid", forward, fused)
+        if not multiplier:
+            fused = ALGORITHMS["gemm_1x1"].unsupported_reason(forward) is None
+            route = DgradRoute("grid", forward, grid_dgrad_config(forward) if fused else None)
     elif (forward := problem.dgrad_as_subpixel_forward()) is not None and prefers_subpixel_dgrad(problem, forward):
         route = DgradRoute("subpixel", forward)
     _dgrad_routes[problem] = route
