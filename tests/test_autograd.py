@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import tileconv
 from tileconv.epilogue import Activation
-from tileconv.kernels import BackwardConfig
+from tileconv.kernels import BackwardConfig, LaunchConfig
 from tileconv.testing import assert_conv_close, compare
 
 # Gradient tolerance (relative Frobenius error), by dtype. The backward (tileconv's dgrad and
@@ -640,6 +640,74 @@ def test_subpixel_dgrad_matches_float64(geometry, dtype, layout, device, seed, m
     route = dispatch.dgrad_route(problem)
     assert route is not None and route.kind == "subpixel", geometry[0]
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} sub-pixel (seed {seed})")
+    dispatch.clear_selection_cache()
+
+
+def test_fold_cells_into_places_each_phase_where_dx_has_it():
+    """fold_cells_into's view and fold, applied as implicit_gemm_ws's epilogue applies them
+    (channel k at the view's address of k plus (k // fold_k) * jump), put cell (i, j)'s
+    channel (a*V + b)*C + c at dx[n, c, U*i + a, V*j + b]; None where they cannot."""
+    from tileconv.kernels.dgrad import fold_cells_into
+
+    gen = torch.Generator().manual_seed(3)
+    for (n, c, h, w, stride) in [(2, 8, 6, 8, (2, 2)), (1, 16, 9, 4, (3, 2)), (2, 8, 4, 6, (1, 3))]:
+        u, v = stride
+        cells = torch.randn(n, u * v * c, h // u, w // v, generator=gen)
+        dx = torch.full((n, c, h, w), float("nan")).contiguous(memory_format=torch.channels_last)
+        view, (fold_k, jump) = fold_cells_into(dx, stride, u * v * c, block_n=c)
+        assert view.data_ptr() == dx.data_ptr() and view.shape == cells.shape
+        for a in range(u * v * c // fold_k):  # the kernel's tiles of one fold at a time
+            torch.as_strided(dx, (n, fold_k, h // u, w // v), view.stride(),
+                             a * (fold_k * view.stride(1) + jump)).copy_(cells[:, a * fold_k:(a + 1) * fold_k])
+        want = torch.empty(n, c, h, w)
+        for a in range(u):
+            for b in range(v):
+                want[:, :, a::u, b::v] = cells[:, (a * v + b) * c:(a * v + b + 1) * c]
+        assert torch.equal(dx, want), stride
+    dx = torch.empty(1, 8, 6, 6).contiguous(memory_format=torch.channels_last)
+    assert fold_cells_into(dx, (2, 2), 32, block_n=16) is not None
+    assert fold_cells_into(dx, (2, 2), 32, block_n=32) is None  # a tile would straddle two row phases
+    assert fold_cells_into(dx, (2, 2), 40, block_n=16) is None  # cells rounded up past U*V*C
+    assert fold_cells_into(dx, (4, 2), 64, block_n=16) is None  # H not a multiple of U
+    assert fold_cells_into(dx.contiguous(), (2, 2), 32, block_n=16) is None  # NCHW: phases are not channels
+
+
+FOLD_CONFIGS = [LaunchConfig(128, 128, 64, 8, 4, 4), LaunchConfig(128, 256, 64, 8, 8, 3),
+                LaunchConfig(128, 128, 64, 8, 4, 4, pingpong=1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", FOLD_CONFIGS, ids=lambda c: str(c).replace(" ", "_"))
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_subpixel_dgrad_folded_into_dx(config, dtype, device, seed, monkeypatch):
+    """The sub-pixel route on implicit_gemm_ws writes dx itself (fold_cells_into), no cells
+    and no shuffle, where a tile's channels stay in one row phase; the same route with H odd
+    (dx's last row phase cut) or with C*V not a multiple of the tile's channels shuffles."""
+    from tileconv import dispatch, functional
+    from tileconv.kernels import ALGORITHMS
+
+    ws = ALGORITHMS["implicit_gemm_ws"]
+    monkeypatch.setattr(dispatch, "select", lambda problem, algo, dev: (ws, config))
+    folds = []
+    real = functional.launch_implicit_gemm_ws
+    monkeypatch.setattr(functional, "launch_implicit_gemm_ws",
+                        lambda *args, **kwargs: folds.append(kwargs.get("fold")) or real(*args, **kwargs))
+    shuffles = []
+    shuffle = functional.shuffle_subpixels
+    monkeypatch.setattr(functional, "shuffle_subpixels", lambda *args: shuffles.append(1) or shuffle(*args))
+    geometries = [("3x3_s2_fold", 2, 128, 12, 10, 64, 3, 3, 2, 1, 1, 1),  # V*C = 256
+                  ("3x3_s2_odd_shuffles", 1, 128, 11, 10, 64, 3, 3, 2, 1, 1, 1),
+                  ("3x3_s2_narrow", 2, 64, 8, 8, 32, 3, 3, 2, 1, 1, 1)]  # V*C = 128
+    for geometry in geometries:
+        folds.clear()
+        shuffles.clear()
+        problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, "nhwc", device, seed)
+        assert dispatch.dgrad_route(problem).kind == "subpixel"
+        _check_backward(problem, x, weight, grad, want_x, want_w, f"{geometry[0]} {config} (seed {seed})")
+        folded = geometry[0] == "3x3_s2_fold" or (geometry[0] == "3x3_s2_narrow" and config.block_n == 128)
+        row_phase = problem.stride[1] * problem.c  # V*C channels: one row phase of a cell
+        want = ([(row_phase, problem.w * problem.c - row_phase)], []) if folded else ([], [1])
+        assert (folds, shuffles) == want, geometry[0]
     dispatch.clear_selection_cache()
 
 

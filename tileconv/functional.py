@@ -32,9 +32,9 @@ from ._runtime import INTERPRET
 from .epilogue import Activation, ActivationArg, Epilogue, parse_activation
 from .kernels import BackwardConfig, LaunchConfig
 from .kernels.backward import aten_convolution_backward
-from .kernels.dgrad import shuffle_subpixels, zero_off_grid
+from .kernels.dgrad import fold_cells_into, shuffle_subpixels, zero_off_grid
 from .kernels.fast_launch import workspace
-from .kernels.launch import launch_gemm_1x1
+from .kernels.launch import implicit_gemm_ws_reads, launch_gemm_1x1, launch_implicit_gemm_ws
 from .kernels.weights import dgrad_weight, subpixel_dgrad_weight
 from .problem import (
     ConvProblem,
@@ -189,7 +189,8 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
       pixels' zeros leave with gemm_1x1's tiles where it runs the forward problem
       (channels_last), else from a launch of their own first.
     - 'subpixel' (strided, dense): the forward writes each cell's U*V phases as channels of
-      a scratch tensor, which one launch spreads onto dx."""
+      a scratch tensor, which one launch spreads onto dx; where implicit_gemm_ws runs it on a
+      channels_last dx, straight into dx (:func:`~tileconv.kernels.dgrad.fold_cells_into`)."""
     route = dispatch.dgrad_route(problem) if algo == "auto" and config is None and problem.n else None
     if route is not None:
         forward = route.problem
@@ -200,9 +201,16 @@ def _dgrad(problem, algorithm, algo, grad, weight, x, config) -> torch.Tensor:
             return conv2d_problem(forward, grad, dgrad_weight(weight, problem.groups), None, None)
         grad_input = _allocate_like(problem.input_shape, problem.layout, x)
         if route.kind == "subpixel":
-            cells = _allocate_like(forward.output_shape, problem.layout, x, scratch=True)
             cell_weight = subpixel_dgrad_weight(weight, problem.stride, problem.padding, forward.k)
-            _run_problem(forward, grad, cell_weight, None, None, "auto", None, out=cells)
+            algorithm, chosen = dispatch.select(forward, "auto", x.device)
+            folded = (fold_cells_into(grad_input, problem.stride, forward.k, chosen.block_n)
+                      if algorithm.name == "implicit_gemm_ws" and implicit_gemm_ws_reads(forward, grad, cell_weight)
+                      else None)
+            if folded is not None:
+                launch_implicit_gemm_ws(forward, grad, cell_weight, None, None, folded[0], chosen, fold=folded[1])
+                return grad_input
+            cells = _allocate_like(forward.output_shape, problem.layout, x, scratch=True)
+            algorithm.launch(forward, grad, cell_weight, None, None, cells, chosen)
             shuffle_subpixels(cells, grad_input, problem.stride)
             return grad_input
         weight_t = dgrad_weight(weight, problem.groups)

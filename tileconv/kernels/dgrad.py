@@ -302,6 +302,29 @@ def shuffle_subpixels(cells: torch.Tensor, dx: torch.Tensor, stride: tuple[int, 
                INT64=max(cells.numel(), elements + SHUFFLE_BLOCK) >= INT32_LIMIT, num_warps=4)
 
 
+def fold_cells_into(dx: torch.Tensor, stride: tuple[int, int], cells: int,
+                    block_n: int) -> tuple[torch.Tensor, tuple[int, int]] | None:
+    """Where the sub-pixel dgrad's convolution (:meth:`~tileconv.problem.ConvProblem.dgrad_as_subpixel_forward`,
+    ``cells`` output channels) can write dx itself instead of cells to shuffle: (the output
+    view, the kernel's channel fold), or None.
+
+    In a dense channels_last dx (N, C, H, W) with H, W multiples of U, V, cell (i, j)'s phase
+    (a, b) channel c, dx[n, c, U*i + a, V*j + b], lies at ((n*H + U*i)*W + V*j)*C + a*W*C + b*C + c:
+    the V column phases of a row phase are V*C consecutive elements, and row phase a starts a*W*C
+    elements on. So channel k = a*V*C + (b*C + c) of the cells is the view's channel k (unit
+    stride, pixels at the cells' pitch) plus (k // (V*C)) * (W*C - V*C) elements: a fold the
+    kernel applies per tile where ``block_n`` (its tile's channels) divides V*C. Needs the
+    cells' channels to be exactly U*V*C (no rounding up)."""
+    n, c, h, w = dx.shape
+    u, v = stride
+    if (layout_of(dx) != "nhwc" or not dx.is_contiguous(memory_format=torch.channels_last) or h % u or w % v
+            or cells != u * v * c or (v * c) % block_n):
+        return None
+    # A view over the first row phase's memory: channels past V*C run on past it, where the fold moves them.
+    view = torch.as_strided(dx, (n, cells, h // u, w // v), (h * w * c, 1, u * w * c, v * c))
+    return view, (v * c, w * c - v * c)
+
+
 def _tap_steps(stride: int, dilation: int) -> tuple[int, int]:
     """(distance between valid taps of one phase, output rows moved per such step)."""
     tap_step = stride // math.gcd(stride, dilation)

@@ -160,6 +160,7 @@ def _mma_partition(
     out_ptr, bias_ptr, res_ptr, out_desc, epi,  # out_desc, epi: the TMA-store epilogue's (EPI_TMA)
     M, K, P, Q, PI, num_m, steps,  # num_m tiles along M, steps a tile; PI: a box grid's rows (BOX_Q > 0)
     stride_on, stride_ok, stride_op, stride_oq,
+    fold_k, fold_jump,  # output channel k is stored (k // fold_k) * fold_jump further on (pointer stores)
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
@@ -210,11 +211,13 @@ def _mma_partition(
         own += 1
 
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
+        # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
+        tile_out = out_ptr + (pid_n * BLOCK_N // fold_k).to(gl.int64) * fold_jump
         img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         n, p, q, mask_m = tile_pixels(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
                                       M, PI, P, Q, BOX_Q, INT64)
         if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
-            store_output_tile(gl.convert_layout(acc, out_layout), out_ptr, bias_ptr, res_ptr, n, p, q, mask_m,
+            store_output_tile(gl.convert_layout(acc, out_layout), tile_out, bias_ptr, res_ptr, n, p, q, mask_m,
                               offs_k, offs_k < K, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
         else:
@@ -227,7 +230,7 @@ def _mma_partition(
                 _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N)
             else:
                 out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
-                store_output_tile(out, out_ptr, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
+                store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
                                   stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp,
                                   stride_rq, alpha, beta, 0, False, False)
     if EPI_TMA:
@@ -244,6 +247,7 @@ def conv2d_implicit_gemm_ws_kernel(
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_xn, stride_xh, stride_xw,  # the input's strides (its channel stride is 1)
     stride_on, stride_ok, stride_op, stride_oq,
+    fold_k, fold_jump,  # output channel k lies (k // fold_k) * fold_jump further on (K, 0: no fold)
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     R, S,
@@ -280,8 +284,8 @@ def conv2d_implicit_gemm_ws_kernel(
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
+                              stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
@@ -290,15 +294,15 @@ def conv2d_implicit_gemm_ws_kernel(
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
+                              stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
+                              stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
 
@@ -373,8 +377,8 @@ def conv1x1_ws_kernel(
     if CONSUMERS == 1:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
+                              stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
@@ -382,13 +386,13 @@ def conv1x1_ws_kernel(
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
+                              stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-                              alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
+                              stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA)),
         ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

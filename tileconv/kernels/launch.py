@@ -408,31 +408,54 @@ def launch_implicit_gemm_ws(
     residual: torch.Tensor | None,
     out: torch.Tensor,
     config: LaunchConfig,
+    fold: tuple[int, int] | None = None,
 ):
     """Run :func:`conv2d_implicit_gemm_ws_kernel`: one program an SM, a loader warpgroup
     gathering the input tiles (cp.async) and copying the weight tiles (TMA) into a ring of
     ``config.num_stages`` stages, ``config.num_warps`` MMA warps consuming it (with
     ``config.pingpong``, two such warpgroups taking the tiles in turn). An input whose
     channels are not contiguous or whose pixel strides are not multiples of 16 bytes (a sliced
-    view) runs on the implicit GEMM instead, with the same result."""
+    view) runs on the implicit GEMM instead, with the same result.
+
+    ``fold = (fold_k, jump)``: output channel k goes ``(k // fold_k) * jump`` elements past
+    where ``out``'s strides put it (a sub-pixel dgrad's cells written into dx itself:
+    :func:`tileconv.kernels.dgrad.fold_cells_into`); pointer stores, no residual, ``config.block_n``
+    dividing fold_k, and no fallback (a ValueError where the kernel cannot take the call)."""
     options = _ws_options(problem, config, "implicit_gemm_ws")
     block_k = ws_block_k(problem, config.block_k)
-    w2d = channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
-    # The loader's 16-byte gathers need what a copy engine's view of x as (N, H, W, C) needs.
-    if not (describable(x.permute(0, 2, 3, 1), problem.itemsize) and describable(w2d, problem.itemsize)):
+    w2d = _ws_weight_matrix(problem, weight)
+    gatherable = implicit_gemm_ws_reads(problem, x, weight)
+    if fold is not None and (residual is not None or fold[0] % config.block_n or not gatherable):
+        raise ValueError(f"fold={fold}: implicit_gemm_ws folds the channels of whole {config.block_n}-channel tiles "
+                         "of an input it gathers directly, without a residual")
+    if not gatherable:
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
     w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], _GLUON_DTYPES[problem.dtype])
     w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    out_desc = _ws_output_descriptor(problem, residual, out, config, block_k)
+    out_desc = None if fold is not None else _ws_output_descriptor(problem, residual, out, config, block_k)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
+    fold_k, fold_jump = fold if fold is not None else (problem.k, 0)
     return launch(conv2d_implicit_gemm_ws_kernel, (min(tiles, sm_count(out.device)),),
                   x, w_desc, out_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
                   problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
-                  *epilogue_strides, problem.r, problem.s, **epilogue,
+                  *epilogue_strides[:4], fold_k, fold_jump, *epilogue_strides[4:], problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None, **options)
+
+
+def _ws_weight_matrix(problem: ConvProblem, weight: torch.Tensor) -> torch.Tensor:
+    """The weight as implicit_gemm_ws's copy engine reads it: (K, R*S*C), (r, s, c) order."""
+    return channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
+
+
+def implicit_gemm_ws_reads(problem: ConvProblem, x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether :func:`launch_implicit_gemm_ws` runs its own kernel on these tensors (else it
+    hands them to the implicit GEMM): its loader's 16-byte gathers of x need what a copy
+    engine's view of x as (N, H, W, C) needs, and the weight is one."""
+    return (describable(x.permute(0, 2, 3, 1), problem.itemsize)
+            and describable(_ws_weight_matrix(problem, weight), problem.itemsize))
 
 
 WS_EPILOGUE_BYTES = 128  # the widest column chunk a TMA store of the epilogue writes: one swizzle span
