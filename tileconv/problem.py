@@ -299,7 +299,8 @@ class ConvProblem:
         to a multiple of 8 (16-byte rows): channel (a*V + b)*C + c is dx[n, c, U*i + a, V*j + b]
         (:func:`tileconv.kernels.weights.subpixel_dgrad_weight` places each (r, s) tap of the
         weight; the taps a phase does not read are zero). Its output has ceil(H/U) x ceil(W/V)
-        cells, which :func:`tileconv.kernels.dgrad.shuffle_subpixels` spreads onto dx. Each dy
+        cells, which :func:`tileconv.kernels.dgrad.shuffle_subpixels` spreads onto dx (or which
+        the kernel writes into dx itself: :func:`tileconv.kernels.dgrad.fold_cells_into`). Each dy
         tile then feeds all U*V phases: the phase kernel reads it once a phase."""
         if self.stride == (1, 1) or self.dilation != (1, 1) or self.groups != 1:
             return None
