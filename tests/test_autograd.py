@@ -708,6 +708,21 @@ def test_subpixel_dgrad_folded_into_dx(config, dtype, device, seed, monkeypatch)
         row_phase = problem.stride[1] * problem.c  # V*C channels: one row phase of a cell
         want = ([(row_phase, problem.w * problem.c - row_phase)], []) if folded else ([], [1])
         assert (folds, shuffles) == want, geometry[0]
+    # Replayed (call_plans): the fold's view of dx is dx's slot; fresh upstream gradients each call.
+    from tileconv import call_plans
+    from tileconv.functional import conv2d_backward_problem
+
+    problem, x, weight, _, _, _ = _backward_case(geometries[0], dtype, "nhwc", device, seed)
+    replays = call_plans.stats()["replays"]
+    for call in range(3):
+        grad = torch.randn(problem.output_shape, device=device, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        torch.full(problem.input_shape, float("nan"), device=device, dtype=dtype)  # a freed block, NaN
+        got, _ = conv2d_backward_problem(problem, grad, x, weight, need_weight=False)
+        want = torch.ops.aten.convolution_backward(grad.double(), x.double(), weight.double(), None, problem.stride,
+                                                   problem.padding, problem.dilation, False, (0, 0), 1,
+                                                   (True, False, False))[0]
+        assert_conv_close(got, want, BACKWARD_TOLERANCE[dtype], context=f"folded dgrad, call {call}")
+    assert call_plans.stats()["replays"] >= replays + 2, "the folded dgrad was not replayed"
     dispatch.clear_selection_cache()
 
 
