@@ -424,7 +424,7 @@ def launch_implicit_gemm_ws(
     options = _ws_options(problem, config, "implicit_gemm_ws")
     block_k = ws_block_k(problem, config.block_k)
     w2d = _ws_weight_matrix(problem, weight)
-    gatherable = implicit_gemm_ws_reads(problem, x, weight)
+    gatherable = _ws_reads(problem, x, w2d)
     if fold is not None and (residual is not None or fold[0] % config.block_n or not gatherable):
         raise ValueError(f"fold={fold}: implicit_gemm_ws folds the channels of whole {config.block_n}-channel tiles "
                          "of an input it gathers directly, without a residual")
@@ -452,10 +452,14 @@ def _ws_weight_matrix(problem: ConvProblem, weight: torch.Tensor) -> torch.Tenso
 
 def implicit_gemm_ws_reads(problem: ConvProblem, x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether :func:`launch_implicit_gemm_ws` runs its own kernel on these tensors (else it
-    hands them to the implicit GEMM): its loader's 16-byte gathers of x need what a copy
-    engine's view of x as (N, H, W, C) needs, and the weight is one."""
-    return (describable(x.permute(0, 2, 3, 1), problem.itemsize)
-            and describable(_ws_weight_matrix(problem, weight), problem.itemsize))
+    hands them to the implicit GEMM)."""
+    return _ws_reads(problem, x, _ws_weight_matrix(problem, weight))
+
+
+def _ws_reads(problem: ConvProblem, x: torch.Tensor, w2d: torch.Tensor) -> bool:
+    """:func:`implicit_gemm_ws_reads` given the weight matrix: the loader's 16-byte gathers of x
+    need what a copy engine's view of x as (N, H, W, C) needs, and the weight is one."""
+    return describable(x.permute(0, 2, 3, 1), problem.itemsize) and describable(w2d, problem.itemsize)
 
 
 WS_EPILOGUE_BYTES = 128  # the widest column chunk a TMA store of the epilogue writes: one swizzle span
