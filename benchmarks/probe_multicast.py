@@ -418,6 +418,15 @@ def _once(args):
     c = torch.empty(M, N, device="cuda", dtype=torch.float16)
     for mc in (True, False):
         gemm(a, b, c, args.block_m, args.block_n, args.block_k, args.stages, args.num_warps, multicast=mc)
+    if args.peers:  # cuBLAS on the same GEMM; on a 1x1 row also cuDNN's and tileconv's convolutions
+        torch.matmul(a, b.T)
+        if args.shape in SHAPES:
+            import tileconv
+            hw = int(args.shape.split()[1][2:])
+            x = a.reshape(M // (hw * hw), hw, hw, K).permute(0, 3, 1, 2)
+            w = b.reshape(N, K, 1, 1)
+            torch.nn.functional.conv2d(x, w)
+            tileconv.conv2d(x, w)
     torch.cuda.synchronize()
 
 
@@ -435,6 +444,7 @@ def main():
     p.add_argument("--json")
     p.add_argument("--quick", action="store_true", help="one shape, one tile")
     p.add_argument("--wgrad", action="store_true", help="the weight gradients' GEMM shapes")
+    p.add_argument("--peers", action="store_true", help="once: also cuBLAS, cuDNN and tileconv")
     args = p.parse_args()
     {"ptx": _ptx, "run": _run, "once": _once, "split": _split}[args.mode](args)
 
