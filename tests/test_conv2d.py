@@ -466,6 +466,14 @@ CONFIG_CASES = [
     # ... stride 1 without a residual: the TMA-store epilogue (K = 136: a clipped last chunk).
     Case(2, 64, 7, 9, 136, 1, 1, dtype="bf16", layout="nhwc", bias=True, activation="silu",
          algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4)),
+    # One-chunk tiles (BLOCK_N = 64: the TMA-store epilogue's chunk) of one reduction step, about
+    # six a program: each tile's chunk buffer must not be the one the tile before it is still
+    # copying out (both kernels wrote wrong outputs here before their buffers alternated across
+    # tiles: ResNet-50's c64 hw56 k64 at batch 32, H200, session 35).
+    Case(32, 64, 56, 56, 64, 1, 1, dtype="fp16", layout="nhwc", bias=True,
+         algo="gemm_1x1_ws", config=LaunchConfig(128, 64, 64, 8, 4, 5)),
+    Case(32, 64, 56, 56, 64, 1, 1, dtype="bf16", layout="nhwc", activation="relu",
+         algo="implicit_gemm_ws", config=LaunchConfig(128, 64, 64, 8, 4, 4)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,

@@ -113,13 +113,17 @@ def _column_halves(x):
 
 
 @gluon.jit
-def _store_tile_tma(out, out_desc, epi, row, col):
+def _store_tile_tma(out, out_desc, epi, row, col, tile_count):
     """Store the finished [BLOCK_M, BLOCK_N] tile ``out`` (the output's dtype, any layout) at
     (``row``, ``col``) of the output matrix by the copy engine, ``EPI_N`` columns at a time
     through the two [BLOCK_M, EPI_N] buffers ``epi`` in turn: each chunk written to shared
     memory, then one bulk copy (rows past M and columns past K clipped by the engine). A buffer
     is written again only once the copy before last has read it (``store_wait(1)``), so the MMA
-    warps never wait for a store to land, only for the stores into shared memory."""
+    warps never wait for a store to land, only for the stores into shared memory. The buffers
+    alternate over the program's chunks, not a tile's (``tile_count``: the tiles this consumer
+    stored before this one): a one-chunk tile (BLOCK_N = EPI_N) takes the other buffer from the
+    tile before it. Taking buffer 0 for every such tile overwrote it while the previous tile's
+    copy could still be reading it (wrong outputs on one-step tiles, H200, session 35)."""
     EPI_N: gl.constexpr = epi.type.shape[2]
     CHUNKS: gl.constexpr = out.shape[1] // EPI_N
     gl.static_assert(CHUNKS == 1 or CHUNKS == 2 or CHUNKS == 4, "a tile is stored in 1, 2 or 4 column chunks")
@@ -134,7 +138,7 @@ def _store_tile_tma(out, out_desc, epi, row, col):
         chunks = (l0, l1, r0, r1)
     for j in gl.static_range(CHUNKS):
         tma.store_wait(1)  # this buffer's copy before last has read it
-        buf = epi.index(j % 2)
+        buf = epi.index((tile_count * CHUNKS + j) % 2)
         buf.store(chunks[j])
         fence_async_shared()  # the stores, seen by the copy engine (the async proxy)
         tma.async_copy_shared_to_global(out_desc, [row, col + j * EPI_N], buf)
@@ -227,7 +231,7 @@ def _mma_partition(
             acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
                               ACTIVATION, HAS_BIAS, False)
             if EPI_TMA:  # from the MMA layout into shared memory, out by the copy engine
-                _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N)
+                _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N, own - 1)
             else:
                 out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
                 store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
