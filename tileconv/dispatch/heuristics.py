@@ -223,11 +223,13 @@ def ws_pays(problem: ConvProblem) -> bool:
 
 def _ws_config(problem: ConvProblem) -> LaunchConfig:
     """implicit_gemm_ws's tile, from the probe above: 128x256 on 8 warps where there are at
-    least two waves of them (seed000, the 1x1/2 rows); 64x128 on 4 warps and a 5-deep ring where
-    128x128 tiles would not fill half the SMs (the 7-wide rows) or would leave a last wave under
-    half full (session 20's tuning: the 28-wide 3x3 rows, 196 tiles on 132 SMs); else 128x128 on
-    4 warps, 4 stages. Channel blocks of 64 (16-bit) or 32 (float32), halved by the launcher
-    until they divide C."""
+    least two waves of them (seed000, the 1x1/2 rows); 64x128 on 4 warps where 128x128 tiles
+    would not fill half the SMs (the 7-wide rows) or would leave a last wave under half full
+    (session 20's tuning: the 28-wide 3x3 rows, 196 tiles on 132 SMs); else 128x128 on 4 warps.
+    The one-warpgroup tiles take 192 KB of ring (8 and 6 stages): session 35's tuning (H200,
+    candidates._WS_BASE) chose those depths on all eight ResNet-50 rows it gave this kernel,
+    over the 5 and 4 stages of before (c128 hw56 3x3/2 27.6 -> 24.0 us, c512 hw7 3x3 25.3 -> 24.0).
+    Channel blocks of 64 (16-bit) or 32 (float32), halved by the launcher until they divide C."""
     block_k = 64 if problem.itemsize == 2 else 32
     tiles_128 = triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.k, 128)
     if problem.k >= 256 and triton.cdiv(problem.gemm_m, 128) * triton.cdiv(problem.k, 256) >= 2 * SM_COUNT_HINT:
@@ -235,8 +237,8 @@ def _ws_config(problem: ConvProblem) -> LaunchConfig:
                             num_stages=4 if problem.itemsize == 2 else 3)
     waves, last = divmod(tiles_128, SM_COUNT_HINT)
     if tiles_128 < SM_COUNT_HINT // 2 or (waves >= 1 and 0 < last < SM_COUNT_HINT // 2):
-        return LaunchConfig(block_m=64, block_n=128, block_k=block_k, num_warps=4, num_stages=5)
-    return LaunchConfig(block_m=128, block_n=128, block_k=block_k, num_warps=4, num_stages=4)
+        return LaunchConfig(block_m=64, block_n=128, block_k=block_k, num_warps=4, num_stages=8)
+    return LaunchConfig(block_m=128, block_n=128, block_k=block_k, num_warps=4, num_stages=6)
 
 
 # tma_rows tiles output rows in segments of 64 or 128 pixels: rows narrower than that waste

@@ -1,0 +1,90 @@
+"""Probe: does a deeper operand ring help gemm_1x1_ws on ResNet-50's stride-1 1x1 rows?
+
+cuBLAS runs c2048 hw7 k512 as 64x112 tiles with 9 stages (session 35, Nsight Compute), moving
+the same bytes into the SMs as tileconv's tuned gemm_1x1_ws (64x128, 5 stages) 10% faster. The
+tuning candidates stop at 4-5 stages. This times the production launcher
+(``launch.launch_gemm_1x1_ws``) at each tile's listed depth and deeper (a depth whose ring leaves
+no room for the TMA-store epilogue's buffers takes pointer stores: the launcher's own rule),
+rounds interleaved, the bench's timer (cold L2) over a CUDA-graph replay of the launch (the
+launcher's own Python costs more than the timer's L2 flush hides: session 35's run, which timed
+the launcher itself, read 90-190 us on rows whose kernels take 12-30), beside cuDNN; every
+output checked against F.conv2d in float32 (that run found the TMA-store epilogue's race on
+one-chunk tiles, since fixed).
+
+    python benchmarks/probe_ring_depth.py --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from tileconv.bench.suites import get_suite  # noqa: E402
+from tileconv.bench.timing import bench_us  # noqa: E402
+from tileconv.kernels import LaunchConfig  # noqa: E402
+from tileconv.kernels.launch import launch_gemm_1x1_ws  # noqa: E402
+from tileconv.testing import random_inputs, tolerance  # noqa: E402
+
+# (block_m, block_n, num_warps, stages): the candidates' depths, then deeper
+CONFIGS = [(64, 128, 4, 5), (64, 128, 4, 8), (128, 128, 4, 4), (128, 128, 4, 6), (128, 64, 4, 5), (128, 64, 4, 8),
+           (128, 256, 8, 3), (128, 256, 8, 4)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--json")
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    cases = [c for c in get_suite("resnet50") if c.r == 1 and c.stride == 1]
+    rows = []
+    for case in cases:
+        problem = case.problem(torch.float16, "nhwc", "none", batch=32)
+        inputs = random_inputs(problem, "cuda", seed=35, draw_on_device=True)
+        x, w = inputs.x, inputs.weight
+        ref = F.conv2d(x.float(), w.float())
+        out = torch.empty(problem.output_shape, device="cuda", dtype=torch.float16).contiguous(
+            memory_format=torch.channels_last)
+        configs = [LaunchConfig(block_m=m, block_n=min(n, max(64, problem.k)), block_k=64, num_warps=nw,
+                                num_stages=st) for m, n, nw, st in CONFIGS]
+        configs = list(dict.fromkeys(configs))
+        row = {"name": case.name, "cudnn_us": [], "configs": {}}
+        for config in configs:
+            out.fill_(float("nan"))
+            launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
+            torch.cuda.synchronize()
+            err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
+            ok = err <= tolerance(problem)
+            row["configs"][str(config.block_m) + "x" + str(config.block_n) + f" s{config.num_stages}"] = {
+                "err": err, "ok": ok, "us": []}
+        graphs = {}
+        for config in configs:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
+            graphs[str(config.block_m) + "x" + str(config.block_n) + f" s{config.num_stages}"] = graph
+        for _ in range(args.rounds):
+            row["cudnn_us"].append(bench_us(lambda: F.conv2d(x, w)))  # noqa: B023 - called here
+            for key, graph in graphs.items():
+                row["configs"][key]["us"].append(bench_us(graph.replay))
+        row["cudnn_us"] = statistics.median(row["cudnn_us"])
+        for v in row["configs"].values():
+            v["us"] = statistics.median(v["us"])
+        rows.append(row)
+        print(row["name"], f"cudnn {row['cudnn_us']:.1f}",
+              " ".join(f"{k}={v['us']:.1f}{'' if v['ok'] else '(WRONG)'}" for k, v in row["configs"].items()),
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
