@@ -125,24 +125,35 @@ def _cluster_sync(MULTICAST: gl.constexpr):
 
 
 @gluon.jit
+def _pair_rank(MULTICAST: gl.constexpr):
+    """This CTA's place in its pair: its cluster rank, or without a cluster its program id's parity."""
+    if MULTICAST:
+        rank = _cta_rank()
+    else:
+        rank = gl.program_id(0) % 2
+    return rank
+
+
+@gluon.jit
+def _item(item, rank, num_pm, num_n, per_split, GROUP_M: gl.constexpr, SPLIT: gl.constexpr):
+    """A pair's work item ``item``: this CTA's M tile, the pair's N tile and the first reduction step."""
+    pm, pn = swizzle_tile(item // SPLIT, num_pm, num_n, GROUP_M)
+    return 2 * pm + rank, pn, item % SPLIT * per_split
+
+
+@gluon.jit
 def _loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, num_pm, num_n, steps,
             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
             MULTICAST: gl.constexpr, SPLIT: gl.constexpr):
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     HALF: gl.constexpr = BLOCK_N // 2
     nbytes: gl.constexpr = a_desc.block_type.nbytes + 2 * b_desc.block_type.nbytes
-    if MULTICAST:
-        rank = _cta_rank()
-    else:
-        rank = gl.program_id(0) % 2
-    cluster = gl.program_id(0) // 2
+    rank = _pair_rank(MULTICAST)
     _cluster_sync(MULTICAST)  # the peer's barriers are initialised
     it = 0
     per_split = gl.cdiv(steps, SPLIT)
-    for item in range(cluster, num_pm * num_n * SPLIT, gl.num_programs(0) // 2):
-        pm, pn = swizzle_tile(item // SPLIT, num_pm, num_n, GROUP_M)
-        pid_m = 2 * pm + rank
-        first = item % SPLIT * per_split
+    for item in range(gl.program_id(0) // 2, num_pm * num_n * SPLIT, gl.num_programs(0) // 2):
+        pid_m, pn, first = _item(item, rank, num_pm, num_n, per_split, GROUP_M, SPLIT)
         for step in range(first, gl.minimum(first + per_split, steps)):
             stage = it % STAGES
             mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)
@@ -177,18 +188,12 @@ def _mma(a_bufs, b_bufs, ready, empty, c_ptr, M, N, num_pm, num_n, steps,
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                         instr_shape=[16, BLOCK_N, 16])
     out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
-    if MULTICAST:
-        rank = _cta_rank()
-    else:
-        rank = gl.program_id(0) % 2
-    cluster = gl.program_id(0) // 2
+    rank = _pair_rank(MULTICAST)
     _cluster_sync(MULTICAST)  # the peer's barriers are initialised
     it = 0
     per_split = gl.cdiv(steps, SPLIT)
-    for item in range(cluster, num_pm * num_n * SPLIT, gl.num_programs(0) // 2):
-        pm, pn = swizzle_tile(item // SPLIT, num_pm, num_n, GROUP_M)
-        pid_m = 2 * pm + rank
-        first = item % SPLIT * per_split
+    for item in range(gl.program_id(0) // 2, num_pm * num_n * SPLIT, gl.num_programs(0) // 2):
+        pid_m, pn, first = _item(item, rank, num_pm, num_n, per_split, GROUP_M, SPLIT)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
         for step in range(first, gl.minimum(first + per_split, steps)):
             stage = it % STAGES
