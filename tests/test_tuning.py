@@ -709,6 +709,25 @@ def test_ws_tma_epilogue_where_it_fits():
     assert desc is not None and list(desc.block_shape) == [128, 32]
 
 
+def test_ws_rings_leave_room_for_the_tma_store_epilogue():
+    """The warp-specialized kernels' candidates (the heuristics' tile first among them) take rings
+    as deep as still leave room for the TMA-store epilogue's two chunk buffers (192 KB since
+    session 35, where 8 stages of 64x128 beat 5 on the H200): on a dense channels_last 16-bit
+    output without a residual none of them falls back to pointer stores."""
+    from tileconv.dispatch.candidates import implicit_gemm_ws_candidates
+    from tileconv.kernels import launch
+
+    for name in ("r50 c2048 hw7 k512 1x1/1", "r50 c512 hw7 k512 3x3/1", "r50 c128 hw56 k128 3x3/2"):
+        for dtype in (torch.float16, torch.bfloat16):
+            problem = next(c for c in get_suite("resnet50") if c.name == name).problem(dtype, "nhwc")
+            out = torch.empty(problem.output_shape, dtype=dtype).contiguous(memory_format=torch.channels_last)
+            configs = implicit_gemm_ws_candidates(problem)
+            assert max(config.num_stages for config in configs if config.block_m == 64) == 8, name
+            for config in configs:
+                assert launch._ws_output_descriptor(problem, None, out, config, config.block_k) is not None, \
+                    (name, config)
+
+
 def test_a_residual_takes_a_persistent_tile_that_fits(monkeypatch):
     """A config tuned without a residual (the cache key has no epilogue) stays launchable with one:
     gemm_1x1's and tma_rows's persistent 128x256x64 tiles in 3 stages, with a residual's layout
