@@ -31,6 +31,7 @@ SMs and no fewer L2 reads.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -50,6 +51,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
     warpgroup_mma_wait,
 )
 
+from tileconv.bench.timing import bench_us  # noqa: E402
 from tileconv.kernels.common import swizzle_tile  # noqa: E402
 
 MARK = "tileconv-multicast-v1"
@@ -292,7 +294,7 @@ WGRAD_SHAPES = {  # ResNet-50 weight gradients as GEMMs, (M, N, K) = (K, R*S*C, 
 
 
 def _ptx(args):
-    from triton.backends.compiler import GPUTarget
+    from sass import TARGET, disassemble  # (benchmarks/, this script's folder)
     from triton.experimental.gluon._runtime import GluonASTSource
     bm, bn, bk, st, nw = args.block_m, args.block_n, args.block_k, args.stages, args.num_warps
     dt = "fp16"
@@ -310,62 +312,54 @@ def _ptx(args):
     constexprs = {(names.index(k),): v for k, v in values.items()}
     src = GluonASTSource(fn=gemm_multicast_kernel, signature=sig, constexprs=constexprs,
                          attrs={(names.index("c_ptr"),): [["tt.divisibility", 16]]})
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": nw})
-    ptx = k.asm["ptx"]
-    for line in ptx.splitlines():
+    k = triton.compile(src, target=TARGET, options={"num_warps": nw})
+    for line in k.asm["ptx"].splitlines():
         if any(s in line for s in ("reqnctapercluster", "multicast", "mapa", "cluster_ctarank", "barrier.cluster",
                                    "mbarrier.arrive", "cp.async.bulk.tensor", "mbarrier.init")):
             print(line.strip())
-    import subprocess
-    import tempfile
-    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(k.asm["cubin"])
-        f.flush()
-        sass = subprocess.run([os.path.join(tools, "cuobjdump"), "-sass", f.name], capture_output=True, text=True,
-                              check=True).stdout
+    sass = disassemble(k.asm["cubin"])
     for op in ("HGMMA", "UTMALDG", "SYNCS", "UCGABAR", "MEMBAR"):
         print(op, len(re.findall(r"\b" + op, sass)))
     print("shared", k.metadata.shared)
-    with open("/tmp/probe_multicast.sass", "w") as f:
-        f.write(sass)
 
 
-def _time(flush, fn, *args, **kwargs):
-    """Median of 20 event-timed calls of ``fn(*args, **kwargs)`` (5 more first), L2 cleared before each."""
-    import statistics
-    times = []
-    for _ in range(25):
-        flush.zero_()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn(*args, **kwargs)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times[5:])
+def _time(fn, *args, **kwargs):
+    """The bench's timer (:func:`tileconv.bench.timing.bench_us`: CUDA events, L2 cleared) on
+    ``fn(*args, **kwargs)``. (The runs of session 35 used this file's own loop: a median of 20
+    calls after 5, a 1 GiB memset before each; the same protocol.)"""
+    return bench_us(functools.partial(fn, *args, **kwargs))
+
+
+def _operands(M, N, K, reference=True):
+    """Random fp16 A (M, K) and B (N, K) on the GPU, and A B^T in float64 (None without ``reference``)."""
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    return a, b, a.double() @ b.double().T if reference else None
+
+
+def _write(path, rows):
+    if path:
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
 
 def _run(args):
     torch.manual_seed(0)
-    flush = torch.empty(1 << 28, dtype=torch.int32, device="cuda")
     configs = [(128, 128, 64, 4, 4), (64, 128, 64, 5, 4), (128, 256, 64, 3, 8), (64, 256, 64, 4, 4),
                (128, 64, 64, 6, 4)]
     rows = []
     for name, (M, N, K) in (WGRAD_SHAPES if args.wgrad else SHAPES).items():
-        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-        b = torch.randn(N, K, device="cuda", dtype=torch.float16)
-        ref = (a.double() @ b.double().T)
-        cublas = _time(flush, torch.matmul, a, b.T)
+        a, b, ref = _operands(M, N, K)
+        cublas = _time(torch.matmul, a, b.T)
         row = {"name": name, "M": M, "N": N, "K": K, "cublas_us": cublas}
         if not args.wgrad:  # the same GEMM as the 1x1 convolution it is: cuDNN and tileconv (its cache)
             import tileconv
             hw = int(name.split()[1][2:])
             x = a.reshape(M // (hw * hw), hw, hw, K).permute(0, 3, 1, 2)
             w = b.reshape(N, K, 1, 1)
-            row["cudnn_us"] = _time(flush, torch.nn.functional.conv2d, x, w)
+            row["cudnn_us"] = _time(torch.nn.functional.conv2d, x, w)
             tileconv.conv2d(x, w)
-            row["tileconv_us"] = _time(flush, tileconv.conv2d, x, w)
+            row["tileconv_us"] = _time(tileconv.conv2d, x, w)
         for cfg in (configs[:1] if args.quick else configs):
             bm, bn, bk, st, nw = cfg
             for mc in (True, False):
@@ -375,7 +369,7 @@ def _run(args):
                     gemm(a, b, c, bm, bn, bk, st, nw, multicast=mc)
                     torch.cuda.synchronize()
                     err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-                    t = _time(flush, gemm, a, b, c, bm, bn, bk, st, nw, multicast=mc)
+                    t = _time(gemm, a, b, c, bm, bn, bk, st, nw, multicast=mc)
                 except Exception as exc:  # noqa: BLE001 - a probe: record and go on
                     err, t = str(exc)[:200], None
                 row[f"{'mc' if mc else 'pair'} {bm}x{bn}x{bk} s{st} w{nw}"] = {"us": t, "err": err}
@@ -383,43 +377,35 @@ def _run(args):
         print(json.dumps(row), flush=True)
         if args.quick:
             break
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    _write(args.json, rows)
 
 
 def _split(args):
     """The pair form (no multicast) with split-K: fp32 partials added atomically into C (zeroed
     for the check, not in the timed calls: the main loops' time, a bound for any split-K)."""
     torch.manual_seed(0)
-    flush = torch.empty(1 << 28, dtype=torch.int32, device="cuda")
     configs = [(128, 128, 64, 4, 4), (128, 256, 64, 3, 8), (64, 256, 64, 4, 4), (64, 128, 64, 5, 4)]
     rows = []
     for name, (M, N, K) in SHAPES.items():
-        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-        b = torch.randn(N, K, device="cuda", dtype=torch.float16)
-        ref = a.double() @ b.double().T
-        row = {"name": name, "cublas_us": _time(flush, torch.matmul, a, b.T)}
+        a, b, ref = _operands(M, N, K)
+        row = {"name": name, "cublas_us": _time(torch.matmul, a, b.T)}
         for bm, bn, bk, st, nw in configs:
             for split in (1, 2, 4):
                 c = torch.zeros(M, N, device="cuda", dtype=torch.float16 if split == 1 else torch.float32)
                 gemm(a, b, c, bm, bn, bk, st, nw, multicast=False, split=split)
                 torch.cuda.synchronize()
                 err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-                t = _time(flush, gemm, a, b, c, bm, bn, bk, st, nw, multicast=False, split=split)
+                t = _time(gemm, a, b, c, bm, bn, bk, st, nw, multicast=False, split=split)
                 row[f"{bm}x{bn} s{st} w{nw} split{split}"] = {"us": t, "err": err}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+    _write(args.json, rows)
 
 
 def _once(args):
     """Each form once on one shape (for Nsight Compute: ``ncu --kernel-name gemm_multicast_kernel``)."""
     M, N, K = {**SHAPES, **WGRAD_SHAPES}[args.shape]
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    a, b, _ = _operands(M, N, K, reference=False)  # nothing but the kernels under Nsight Compute
     c = torch.empty(M, N, device="cuda", dtype=torch.float16)
     for mc in (True, False):
         gemm(a, b, c, args.block_m, args.block_n, args.block_k, args.stages, args.num_warps, multicast=mc)

@@ -38,6 +38,10 @@ CONFIGS = [(64, 128, 4, 5), (64, 128, 4, 8), (128, 128, 4, 4), (128, 128, 4, 6),
            (128, 256, 8, 3), (128, 256, 8, 4)]
 
 
+def _label(config: LaunchConfig) -> str:
+    return f"{config.block_m}x{config.block_n} s{config.num_stages}"
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--json")
@@ -61,15 +65,13 @@ def main():
             launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
             torch.cuda.synchronize()
             err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
-            ok = err <= tolerance(problem)
-            row["configs"][str(config.block_m) + "x" + str(config.block_n) + f" s{config.num_stages}"] = {
-                "err": err, "ok": ok, "us": []}
+            row["configs"][_label(config)] = {"err": err, "ok": err <= tolerance(problem), "us": []}
         graphs = {}
         for config in configs:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
-            graphs[str(config.block_m) + "x" + str(config.block_n) + f" s{config.num_stages}"] = graph
+            graphs[_label(config)] = graph
         for _ in range(args.rounds):
             row["cudnn_us"].append(bench_us(lambda: F.conv2d(x, w)))  # noqa: B023 - called here
             for key, graph in graphs.items():

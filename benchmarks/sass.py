@@ -97,13 +97,18 @@ def _specialise(kernel, args, kwargs):
     return source(fn=kernel, signature=signature, constexprs=constexprs, attrs=attrs), options
 
 
-def _sass_counts(cubin: bytes) -> dict[str, int]:
+def disassemble(cubin: bytes) -> str:
+    """``cubin``'s SASS, by the cuobjdump that ships in Triton's wheel."""
     tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        sass = subprocess.run([os.path.join(tools, "cuobjdump"), "-sass", f.name],
+        return subprocess.run([os.path.join(tools, "cuobjdump"), "-sass", f.name],
                               capture_output=True, text=True, check=True).stdout
+
+
+def _sass_counts(cubin: bytes) -> dict[str, int]:
+    sass = disassemble(cubin)
     counts = dict.fromkeys(OPS, 0)
     for match in re.finditer(r"\b(" + "|".join(OPS) + r")(?=[ .])", sass):
         counts[match.group(1)] += 1
