@@ -474,18 +474,6 @@ CONFIG_CASES = [
          algo="gemm_1x1_ws", config=LaunchConfig(128, 64, 64, 8, 4, 5)),
     Case(32, 64, 56, 56, 64, 1, 1, dtype="bf16", layout="nhwc", activation="relu",
          algo="implicit_gemm_ws", config=LaunchConfig(128, 64, 64, 8, 4, 4)),
-    # gemm_1x1_ws's stream-K (the programs share out reduction steps): 8 tiles of 16 steps over
-    # 128 programs, one step each (every tile split 16 ways; pointer stores with the residual);
-    # the TMA-store epilogue with C = 520 (a zero-filled last step), M and K tails and 3-4 tiles
-    # a program, some split; strided box tiles in TF32; bf16 ping-pong-free 128x256 tiles.
-    Case(2, 1024, 7, 7, 512, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
-         algo="gemm_1x1_ws", config=LaunchConfig(64, 128, 64, 8, 4, 8, stream_k=1)),
-    Case(8, 520, 29, 27, 200, 1, 1, dtype="bf16", layout="nhwc", bias=True, activation="silu",
-         algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 6, stream_k=1)),
-    Case(4, 96, 13, 10, 72, 1, 1, stride=2, dtype="tf32", layout="nhwc", bias=True, residual=True,
-         algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4, stream_k=1)),
-    Case(4, 256, 14, 14, 512, 1, 1, dtype="bf16", layout="nhwc", activation="relu",
-         algo="gemm_1x1_ws", config=LaunchConfig(128, 256, 64, 8, 8, 4, stream_k=1)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,

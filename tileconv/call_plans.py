@@ -26,8 +26,7 @@ at both levels torch.compile tracing, :func:`tileconv.poison_outputs`, a Triton 
 then says what is wrong), any call whose launches touch another tensor (a bias made
 contiguous), and any call that passes one tensor as two arguments. Scratch tensors taken
 from :func:`tileconv.kernels.fast_launch.workspace` (split-K's partial sums) are allocated
-afresh by each replay; flag sets from :func:`tileconv.kernels.fast_launch.zeroed_flags`
-(stream-K's) are taken again for the replay's stream. Plans are dropped with the selection cache
+afresh by each replay. Plans are dropped with the selection cache
 (:func:`tileconv.dispatch.clear_selection_cache`), so that a new tuning result is used.
 
 What a replay re-runs: the output's allocation, the weight's derivations, scratch
@@ -337,19 +336,6 @@ class _Workspace:
         return torch.empty(self.shape, dtype=self.dtype, device=self.device)
 
 
-class _Flags:
-    """A replayed call's flag set (:func:`~tileconv.kernels.fast_launch.zeroed_flags`): the one
-    kept for the stream the replay runs on."""
-
-    __slots__ = ("count", "device")
-
-    def __init__(self, like: torch.Tensor) -> None:
-        self.count, self.device = like.numel(), like.device
-
-    def __call__(self, _weight: torch.Tensor) -> torch.Tensor:
-        return fast_launch.zeroed_flags(self.count, self.device)
-
-
 class _Unplannable(Exception):
     pass
 
@@ -405,11 +391,6 @@ class CallPlan:
                     self.derivations.append(_Workspace(scratch[0]))
                     slot = scratch_slots[t.data_ptr()] = len(own) + len(derived) - 1
                 return slot
-            flags = [f for f in record.flags if f.data_ptr() == t.data_ptr()]
-            if flags:
-                derived.append(flags[0])
-                self.derivations.append(_Flags(flags[0]))
-                return len(own) + len(derived) - 1
             # A derived weight (a descriptor views it by address: dgrad's 1x1 weight under gemm_1x1).
             again = derivation(weight, t, by_address)
             if again is None:

@@ -23,7 +23,6 @@ class LaunchConfig:
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
     persistent: int = 0  # tma_rows, gemm_1x1: 1 = one program an SM walking the tiles; grouped_halo: k an SM
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
-    stream_k: int = 0  # gemm_1x1_ws only: 1 = the programs share out reduction steps, not tiles
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -46,7 +45,6 @@ class LaunchConfig:
             + (f" split-k{self.split_k}" if self.split_k > 1 else "")
             + (" persistent" if self.persistent == 1 else f" persistent{self.persistent}" if self.persistent else "")
             + (" pingpong" if self.pingpong else "")
-            + (" stream-k" if self.stream_k else "")
         )
 
 

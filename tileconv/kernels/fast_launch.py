@@ -35,15 +35,13 @@ _counts = {"hits": 0, "misses": 0}
 class Recording:
     """What :func:`recording` saw: ``steps``, each (compiled kernel, 3D grid, every kernel
     argument in order) for a launch through :func:`launch`; ``workspaces``, the scratch
-    tensors the call took from :func:`workspace`; ``flags``, the flag sets it took from
-    :func:`zeroed_flags`; ``triton_launches``, the
+    tensors the call took from :func:`workspace`; ``triton_launches``, the
     Triton launches by any route (counted by Triton's launch hook). A call can be
     replayed from ``steps`` only when the two agree and ``complete`` is set."""
 
     def __init__(self) -> None:
         self.steps: list[tuple[object, tuple[int, int, int], list]] = []
         self.workspaces: list[torch.Tensor] = []
-        self.flags: list[torch.Tensor] = []
         self.triton_launches = 0
         self.complete = True
 
@@ -67,27 +65,6 @@ def workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
     if _recording is not None:
         _recording.workspaces.append(t)
     return t
-
-
-_flag_sets: dict[tuple[torch.device, int], torch.Tensor] = {}
-
-
-def zeroed_flags(count: int, device: torch.device) -> torch.Tensor:
-    """At least ``count`` int32 flags, all zero, for a launch that leaves them zero when it ends
-    (stream-K's: each finisher clears the flags it read). One set a (device, stream), made once
-    (one fill) and grown when a launch needs more: launches on a stream run one after the other,
-    so they can share it. A recorded call knows it as flags, which a replay takes from here
-    again, for the stream it runs on."""
-    stream = 0
-    if device.type == "cuda":
-        stream = torch._C._cuda_getCurrentRawStream(device.index if device.index is not None
-                                                    else torch.cuda.current_device())
-    flags = _flag_sets.get((device, stream))
-    if flags is None or flags.numel() < count:
-        flags = _flag_sets[(device, stream)] = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
-    if _recording is not None:
-        _recording.flags.append(flags)
-    return flags
 
 
 @contextlib.contextmanager

@@ -158,73 +158,6 @@ def _epilogue_buffers(out_desc, stand_in_desc, stand_in_buffer, EPI_TMA: gl.cons
     return desc, epi
 
 
-@gluon.constexpr_function
-def _mma_layout(block_n, mma_k, num_warps):
-    """The wgmma accumulator's register layout: ``num_warps`` warps stacked along M."""
-    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, block_n, mma_k])
-
-
-@gluon.jit
-def _consume(a_bufs, b_bufs, ready, empty, acc, it, count):
-    """Add ``count`` ring stages, from ring position ``it`` on, into ``acc`` by asynchronous
-    wgmma (one in flight), handing each stage back to the loader once its wgmma has read it.
-    Returns the sum and the ring position after them."""
-    STAGES: gl.constexpr = a_bufs.type.shape[0]
-    for step in range(count):
-        stage = it % STAGES
-        mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
-        fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
-        # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
-        # not this kernel's: the launcher's condition).
-        acc = warpgroup_mma(a_bufs.index(stage), b_bufs.index(stage).permute((1, 0)), acc, is_async=True)
-        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-        # The previous step's wgmma has finished reading its stage: hand it back.
-        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > 0)
-        it += 1
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-    mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
-    return acc, it
-
-
-@gluon.jit
-def _finish_tile(
-    acc, pid_m, pid_n, own,  # own: the tiles this consumer finished before this one
-    out_ptr, bias_ptr, res_ptr, out_desc, epi, M, K, P, Q, PI,
-    stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump,
-    stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta,
-    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
-    BOX_Q: gl.constexpr, EPI_TMA: gl.constexpr,
-):
-    """The fused epilogue of a finished tile (the wgmma accumulator ``acc``) and its store."""
-    mma_layout: gl.constexpr = acc.type.layout
-    # The pointer stores' layout: each thread 8 consecutive output channels (16-byte fp16 stores).
-    out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
-    offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
-    # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
-    tile_out = out_ptr + (pid_n * BLOCK_N // fold_k).to(gl.int64) * fold_jump
-    img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
-    n, p, q, mask_m = tile_pixels(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
-                                  M, PI, P, Q, BOX_Q, INT64)
-    if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
-        store_output_tile(gl.convert_layout(acc, out_layout), tile_out, bias_ptr, res_ptr, n, p, q, mask_m,
-                          offs_k, offs_k < K, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
-                          stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
-    else:
-        # Bias and activation in the MMA's own layout, the cast before the layout conversion:
-        # half the bytes through shared memory while the tensor cores wait (the same values).
-        offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
-        acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
-                          ACTIVATION, HAS_BIAS, False)
-        if EPI_TMA:  # from the MMA layout into shared memory, out by the copy engine
-            _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N, own)
-        else:
-            out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
-            store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
-                              stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp,
-                              stride_rq, alpha, beta, 0, False, False)
-
-
 @gluon.jit
 def _mma_partition(
     a_bufs, b_bufs, ready, empty, turn,
@@ -249,7 +182,11 @@ def _mma_partition(
     the next fill from the one before, so no consumer may wait for a fill two ahead (the
     first form, without turns, hung on the GPU)."""
     gl.static_assert(not EPI_TMA or (BOX_Q == 0 and CONSUMERS == 1), "TMA stores: pixel-run tiles, one consumer")
-    mma_layout: gl.constexpr = _mma_layout(BLOCK_N, MMA_K, NUM_WARPS)
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                        instr_shape=[16, BLOCK_N, MMA_K])
+    # The epilogue's layout: each thread 8 consecutive output channels (16-byte fp16 stores).
+    out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
     num_n = gl.cdiv(K, BLOCK_N)
     first = gl.program_id(0) + CONSUMER * gl.num_programs(0)
     own = 0  # this consumer's tiles so far
@@ -260,14 +197,46 @@ def _mma_partition(
         if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
             mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
-        acc, it = _consume(a_bufs, b_bufs, ready, empty, acc, it, steps)
+        for step in range(steps):
+            stage = it % STAGES
+            mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
+            fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
+            # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
+            # not this kernel's: the launcher's condition).
+            acc = warpgroup_mma(a_bufs.index(stage), b_bufs.index(stage).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            # The previous step's wgmma has finished reading its stage: hand it back.
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > 0)
+            it += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
         if CONSUMERS == 2:  # the other consumer's turn
             mbarrier.arrive(turn.index(1 - CONSUMER))
-        _finish_tile(acc, pid_m, pid_n, own, out_ptr, bias_ptr, res_ptr, out_desc, epi, M, K, P, Q, PI,
-                     stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump,
-                     stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta,
-                     ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, NUM_WARPS, INT64, BOX_Q, EPI_TMA)
         own += 1
+
+        offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
+        # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
+        tile_out = out_ptr + (pid_n * BLOCK_N // fold_k).to(gl.int64) * fold_jump
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        n, p, q, mask_m = tile_pixels(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
+                                      M, PI, P, Q, BOX_Q, INT64)
+        if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
+            store_output_tile(gl.convert_layout(acc, out_layout), tile_out, bias_ptr, res_ptr, n, p, q, mask_m,
+                              offs_k, offs_k < K, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
+                              stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
+        else:
+            # Bias and activation in the MMA's own layout, the cast before the layout conversion:
+            # half the bytes through shared memory while the tensor cores wait (the same values).
+            offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+            acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
+                              ACTIVATION, HAS_BIAS, False)
+            if EPI_TMA:  # from the MMA layout into shared memory, out by the copy engine
+                _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N, own - 1)
+            else:
+                out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
+                store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
+                                  stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp,
+                                  stride_rq, alpha, beta, 0, False, False)
     if EPI_TMA:
         tma.store_wait(0)  # the last copies have read shared memory before the program ends
 
@@ -353,161 +322,24 @@ def _tma_loader_partition(
     A strided problem's 4D box lands in the stage's [BLOCK_M, BLOCK_K] buffer as the same
     bytes: the shared layout's swizzle depends on a row's place in the buffer (the box's rows
     flattened), not on the box's shape."""
-    it = 0
-    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
-        it = _load_steps(x_desc, w_desc, a_bufs, b_bufs, ready, empty, tile, 0, steps, it, num_m, num_n, PI, Q,
-                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)
-
-
-@gluon.jit
-def _load_steps(
-    x_desc, w_desc, a_bufs, b_bufs, ready, empty, tile, first, count, it, num_m, num_n, PI, Q,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    BOX_Q: gl.constexpr,
-):
-    """Reduction steps ``first`` .. ``first + count`` of ``tile`` into the ring from position
-    ``it`` on: the A box and the weight tile of each into one stage, both counted on its
-    mbarrier. Returns the ring position after them."""
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     nbytes: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
-    pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
-    img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
-    for step in range(first, first + count):
-        stage = it % STAGES
-        mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
-        bar = ready.index(stage)
-        mbarrier.expect(bar, nbytes)
-        tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
-        if BOX_Q == 0:
-            tma.async_copy_global_to_shared(x_desc, [row, step * BLOCK_K], bar, a_bufs.index(stage))
-        else:
-            box = a_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
-            tma.async_copy_global_to_shared(x_desc, [img, row, col, step * BLOCK_K], bar, box)
-        it += 1
-    return it
-
-
-# ------------------------------------------------------------------------------- stream-K
-# Where a problem has too few tiles to fill the GPU evenly (ResNet-50's c2048 hw7 k512: 100
-# tiles of 64x128 for 132 SMs, 32 steps each), the persistent grid shares out reduction steps
-# instead of tiles (stream-K, Osama et al. 2023; CUTLASS's Hopper GEMMs): all tiles' steps are
-# laid end to end, tile after tile, and program g of G takes steps [g*T/G, (g+1)*T/G) of the
-# T in all, so every program runs within one step of the others. A tile split between
-# programs is finished by the one holding its first step, which reaches it at the end of its
-# range; the programs after it hold the tile's later steps at the start of theirs, add them up
-# first, leave the sum in their slot of a float32 workspace and raise their flag. The finisher
-# waits for the flags (by then long raised), adds the slots, and runs the epilogue. A program
-# waits only for programs after it, and the last waits for none: all of them run at once (one
-# an SM), so the waits end. Flags go back to zero as they are read, ready for the next launch.
-
-
-@gluon.jit
-def _range_start(program, work, programs):
-    """The first of the ``work`` steps that stream-K program ``program`` of ``programs`` takes."""
-    return (program.to(gl.int64) * work // programs).to(gl.int32)
-
-
-@gluon.jit
-def _unit(it, end, steps):
-    """The piece of work at step ``it`` of a range ending at ``end``: (tile, its first step
-    taken, how many), the tile's steps from there to the tile's end or the range's."""
-    tile = it // steps
-    first = it - tile * steps
-    count = steps - first
-    if end - it < count:
-        count = end - it
-    return tile, first, count
-
-
-@gluon.jit
-def _release_add(flag):
-    """This thread's arrival on ``flag``, ordered after its own stores (a release at GPU scope)."""
-    gl.inline_asm_elementwise("red.release.gpu.global.add.u32 [$1], 1;\n\tmov.u32 $0, 0;", "=r,l", [flag],
-                              dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _load_acquire(flag):
-    """``flag``'s value; this thread's later loads see what was stored before its releases."""
-    return gl.inline_asm_elementwise("ld.acquire.gpu.global.u32 $0, [$1];", "=r,l", [flag],
-                                     dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _tma_loader_partition_stream_k(
-    x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    BOX_Q: gl.constexpr,
-):
-    """:func:`_tma_loader_partition` over this program's stream-K range of steps."""
-    work = num_m * num_n * steps
-    end = _range_start(gl.program_id(0) + 1, work, gl.num_programs(0))
-    it = _range_start(gl.program_id(0), work, gl.num_programs(0))
-    ring = 0
-    while it < end:
-        tile, first, count = _unit(it, end, steps)
-        ring = _load_steps(x_desc, w_desc, a_bufs, b_bufs, ready, empty, tile, first, count, ring, num_m, num_n,
-                           PI, Q, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)
-        it += count
-
-
-@gluon.jit
-def _mma_partition_stream_k(
-    a_bufs, b_bufs, ready, empty, partials, flags,  # partials: [G, BLOCK_M, BLOCK_N] float32; flags: [G] int32
-    out_ptr, bias_ptr, res_ptr, out_desc, epi, M, K, P, Q, PI, num_m, steps,
-    stride_on, stride_ok, stride_op, stride_oq,
-    stride_rn, stride_rk, stride_rp, stride_rq,
-    alpha, beta,
-    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
-    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr,
-    MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
-    BOX_Q: gl.constexpr, EPI_TMA: gl.constexpr,
-):
-    """:func:`_mma_partition` (one consumer) over this program's stream-K range: whole tiles
-    as there, a tile's later steps into this program's workspace slot, a tile's first steps
-    with the later ones the next programs left (see above)."""
-    mma_layout: gl.constexpr = _mma_layout(BLOCK_N, MMA_K, NUM_WARPS)
-    ARRIVALS: gl.constexpr = NUM_WARPS * 32  # every thread of a contributor releases its own stores
-    num_n = gl.cdiv(K, BLOCK_N)
-    work = num_m * num_n * steps
-    me = gl.program_id(0)
-    programs = gl.num_programs(0)
-    end = _range_start(me + 1, work, programs)
-    it = _range_start(me, work, programs)
-    rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout))
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
-    slot = rows[:, None] * BLOCK_N + cols[None, :]  # a tile's place in a workspace slot (the MMA layout's)
-    ring = 0
-    own = 0
-    while it < end:
-        tile, first, count = _unit(it, end, steps)
-        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
-        acc, ring = _consume(a_bufs, b_bufs, ready, empty, acc, ring, count)
-        if first > 0:  # the tile's later steps (this range's first piece): for its finisher
-            gl.store(partials + me.to(gl.int64) * (BLOCK_M * BLOCK_N) + slot, acc)
-            _release_add(flags + me)
-        else:
-            tile_end = (tile + 1) * steps
-            peer = me + 1
-            while _range_start(peer, work, programs) < tile_end:  # a program holding later steps of this tile
-                seen = _load_acquire(flags + peer)
-                while seen < ARRIVALS:
-                    seen = _load_acquire(flags + peer)
-                acc += gl.load(partials + peer.to(gl.int64) * (BLOCK_M * BLOCK_N) + slot, cache_modifier=".cg")
-                peer += 1
-            if peer > me + 1:  # every thread has read the flags: back to zero for the next launch
-                gl.thread_barrier()
-                for done in range(me + 1, peer):
-                    gl.store(flags + done, 0)
-            pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
-            _finish_tile(acc, pid_m, pid_n, own, out_ptr, bias_ptr, res_ptr, out_desc, epi, M, K, P, Q, PI,
-                         stride_on, stride_ok, stride_op, stride_oq, K, 0,
-                         stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta,
-                         ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, NUM_WARPS, INT64, BOX_Q, EPI_TMA)
-            own += 1
-        it += count
-    if EPI_TMA:
-        tma.store_wait(0)  # the last copies have read shared memory before the program ends
+    it = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
+        for step in range(steps):
+            stage = it % STAGES
+            mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
+            bar = ready.index(stage)
+            mbarrier.expect(bar, nbytes)
+            tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
+            if BOX_Q == 0:
+                tma.async_copy_global_to_shared(x_desc, [row, step * BLOCK_K], bar, a_bufs.index(stage))
+            else:
+                box = a_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
+                tma.async_copy_global_to_shared(x_desc, [img, row, col, step * BLOCK_K], bar, box)
+            it += 1
 
 
 @gluon.jit
@@ -517,7 +349,6 @@ def conv1x1_ws_kernel(
     w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
     out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
-    partials, flags,  # STREAM_K: a [programs, BLOCK_M, BLOCK_N] float32 workspace and [programs] int32 zeros
     M, K, C, P, Q, num_m, PI,  # M = N*P*Q; num_m M tiles (the host's count); PI: the box grid's rows (common.tile_origin)
     stride_on, stride_ok, stride_op, stride_oq,
     stride_rn, stride_rk, stride_rp, stride_rq,
@@ -528,13 +359,10 @@ def conv1x1_ws_kernel(
     STAGES: gl.constexpr, LOADER_REGS: gl.constexpr, MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr,
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, INT64: gl.constexpr,
     EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
-    STREAM_K: gl.constexpr,  # the programs share out reduction steps, not tiles (one consumer)
 ):
     """A 1x1 unpadded convolution of any stride, warp-specialized as the kernel above, with
     both operands by bulk copy: a one-warp loader (TMA, zero fill for every tail: C need not
-    be a multiple of BLOCK_K), the same MMA partitions and epilogue; or (``STREAM_K``) the
-    same partitions walking a stream-K range of reduction steps."""
-    gl.static_assert(not STREAM_K or CONSUMERS == 1, "stream-K runs one MMA partition")
+    be a multiple of BLOCK_K), the same MMA partitions and epilogue."""
     dtype: gl.constexpr = w_desc.dtype
     a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], dtype)
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_layout)
@@ -550,17 +378,7 @@ def conv1x1_ws_kernel(
         mbarrier.init(empty.index(i), count=1)
     num_n = gl.cdiv(K, BLOCK_N)
     steps = gl.cdiv(C, BLOCK_K)
-    if STREAM_K:
-        gl.warp_specialize([
-            (_mma_partition_stream_k, (a_bufs, b_bufs, ready, empty, partials, flags, out_ptr, bias_ptr, res_ptr,
-                                       out_tma, epi, M, K, P, Q, PI, num_m, steps,
-                                       stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp,
-                                       stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N,
-                                       GROUP_M, MMA_K, NUM_WARPS, INT64, BOX_Q, EPI_TMA)),
-            (_tma_loader_partition_stream_k, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                              BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
-        ], [1], [LOADER_REGS])
-    elif CONSUMERS == 1:
+    if CONSUMERS == 1:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,

@@ -39,7 +39,7 @@ from .depthwise_window import conv2d_depthwise_window_kernel
 from .dgrad import zero_off_grid
 from .direct import conv2d_direct_kernel
 from .direct_rows import conv2d_direct_rows_kernel
-from .fast_launch import launch, zeroed_flags
+from .fast_launch import launch
 from .fast_launch import workspace as scratch
 from .gemm_1x1 import conv1x1_tma_kernel, conv1x1_tma_persistent_kernel
 from .gemm_1x1_nchw import conv1x1_nchw_kernel
@@ -499,9 +499,6 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
     if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
         raise ValueError(f"config num_warps={config.num_warps}: {name} runs 4 or 8 MMA warps "
                          "(4, one warpgroup, for each of ping-pong's two)")
-    if config.stream_k and (name != "gemm_1x1_ws" or config.pingpong):
-        raise ValueError(f"config stream_k={config.stream_k}: stream-K is gemm_1x1_ws's, with one MMA warpgroup "
-                         f"or two together (not ping-pong); {name} with pingpong={config.pingpong} has none")
     return dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
                 NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
                 CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
@@ -546,24 +543,11 @@ def launch_gemm_1x1_ws(
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
     tiles = views.m_tiles * cdiv(problem.k, config.block_n)
-    programs = min(tiles, sm_count(out.device))
-    if config.stream_k:
-        work = tiles * cdiv(problem.c, config.block_k)  # every tile's reduction steps, end to end
-        if work >= INT32_LIMIT:
-            raise ValueError(f"config stream_k={config.stream_k}: this problem's {work} reduction steps in all "
-                             "pass what gemm_1x1_ws's stream-K indexes in int32 (2**31); use stream_k=0")
-        programs = min(work, sm_count(out.device))
-        partials = scratch((programs, config.block_m * config.block_n), torch.float32, out.device)
-        flags = zeroed_flags(programs, out.device)
-    else:
-        partials, flags = out, out  # never read (STREAM_K off)
-    return launch(conv1x1_ws_kernel, (programs,),
-                  a_desc, w_desc, out_desc, *pointers, partials, flags, problem.gemm_m, problem.k, problem.c,
-                  problem.out_h, problem.out_w, views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
+    return launch(conv1x1_ws_kernel, (min(tiles, sm_count(out.device)),),
+                  a_desc, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+                  views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                  BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None,
-                  STREAM_K=bool(config.stream_k), **options)
-
+                  BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None, **options)
 
 
 def describable(t: torch.Tensor, itemsize: int) -> bool:
