@@ -12,9 +12,6 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM
   warp-specialized, a loader warpgroup gathering tiles into a shared-memory ring for the
   MMA warps, one program an SM.
-- ``implicit_gemm_frame`` (:mod:`.implicit_gemm_frame`): Hopper only (Gluon): stride-1
-  convolutions with each input pixel staged in shared memory once a tile and channel block,
-  every filter tap a shifted view of the staged frame.
 - ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
@@ -88,7 +85,6 @@ from .launch import (
     group_pack_factor,
     grouped_halo_unsupported_reason,
     im2row_unsupported_reason,
-    implicit_gemm_frame_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     launch_dense_toeplitz,
     launch_depthwise,
@@ -106,7 +102,6 @@ from .launch import (
     launch_grouped_halo,
     launch_im2row,
     launch_implicit_gemm,
-    launch_implicit_gemm_frame,
     launch_implicit_gemm_ws,
     launch_staged_nhwc,
     launch_tma_rows,
@@ -155,13 +150,6 @@ ALGORITHMS: dict[str, Algorithm] = {
         "Hopper implicit GEMM, warp-specialized (Gluon): loader warps gather into a ring, MMA warps consume it",
         launch_implicit_gemm_ws,
         implicit_gemm_ws_unsupported_reason,
-    ),
-    "implicit_gemm_frame": Algorithm(
-        "implicit_gemm_frame",
-        "Hopper stride-1 implicit GEMM (Gluon): each channel block's input frame staged in shared memory once "
-        "a tile, every tap a shifted view of it (wgmma, A from registers)",
-        launch_implicit_gemm_frame,
-        implicit_gemm_frame_unsupported_reason,
     ),
     "gemm_1x1": Algorithm(
         "gemm_1x1",

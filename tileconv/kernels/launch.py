@@ -46,7 +46,6 @@ from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .grouped_halo import conv2d_grouped_halo_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
-from .implicit_gemm_frame import conv2d_implicit_gemm_frame_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
 from .implicit_gemm_ws import conv1x1_ws_kernel, conv2d_implicit_gemm_ws_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
@@ -461,130 +460,6 @@ def _ws_reads(problem: ConvProblem, x: torch.Tensor, w2d: torch.Tensor) -> bool:
     """:func:`implicit_gemm_ws_reads` given the weight matrix: the loader's 16-byte gathers of x
     need what a copy engine's view of x as (N, H, W, C) needs, and the weight is one."""
     return describable(x.permute(0, 2, 3, 1), problem.itemsize) and describable(w2d, problem.itemsize)
-
-
-# implicit_gemm_frame: two warps copy frame rows, CHUNK at a time (a power of two: shared-memory
-# views), one warp the weight tiles (as gemm_1x1_ws's loader). Triton 3.6 gives every warp the
-# launch's register count (no setmaxnreg), the CTA padded to whole warpgroups: one or two MMA
-# warpgroups and the three copy warps make 8 or 12 warps, 256 or 168 registers a thread.
-FRAME_COPY_WARPS = 4
-FRAME_COPY_REGS = 96
-FRAME_CHUNK = 64
-FRAME_MAX_REGS = {4: 168, 8: 128}
-FRAME_HALVES_MAX_REGS = 128  # two one-warpgroup MMA partitions (config.pingpong): 4 + 4 + 1 + 4 warps
-
-
-@dataclass(frozen=True)
-class FrameTiling:
-    """implicit_gemm_frame's tile of a problem (see :mod:`.implicit_gemm_frame`): ``block_k``
-    channels a reduction block, ``rows`` frame rows a buffer (a power of two at least the tile's
-    ``block_m`` plus the taps' reach ``halo``), ``frames`` buffers (4 where they fit, else 2: the
-    copies run that many channel blocks less one ahead of the MMA warps), and a weight ring of
-    ``stages`` [block_n, block_k] tiles."""
-
-    block_m: int
-    block_n: int
-    block_k: int
-    rows: int
-    halo: int
-    stages: int
-    itemsize: int
-    residual: bool
-    frames: int = 2
-
-    def shared_bytes(self) -> int:
-        """The frame buffers, the weight ring, the barriers and the epilogue's layout conversion
-        (a [block_m, block_n] tile of the output dtype; float32 with a residual)."""
-        frames = self.frames * self.rows * self.block_k * self.itemsize
-        ring = self.stages * self.block_n * self.block_k * self.itemsize
-        epilogue = self.block_m * self.block_n * (4 if self.residual else self.itemsize)
-        return frames + ring + epilogue + 1024
-
-    def fits(self) -> bool:
-        return self.shared_bytes() <= DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE
-
-
-def frame_width(problem: ConvProblem) -> int:
-    """The padded frame's width implicit_gemm_frame stages: Q + (S-1)*dil_w."""
-    return problem.out_w + (problem.s - 1) * problem.dilation[1]
-
-
-def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
-    """implicit_gemm_frame's :class:`FrameTiling` of ``config`` on ``problem``: the config's
-    channel block halved until it divides C."""
-    halo = (problem.r - 1) * problem.dilation[0] * frame_width(problem) + (problem.s - 1) * problem.dilation[1]
-    block_k = ws_block_k(problem, config.block_k)
-    two = FrameTiling(config.block_m, config.block_n, block_k, max(pow2_at_least(config.block_m + halo), FRAME_CHUNK),
-                      halo, config.num_stages, problem.itemsize, problem.epilogue.has_residual)
-    four = replace(two, frames=4)
-    return four if four.fits() else two
-
-
-FRAME_SMALLEST = LaunchConfig(block_m=64, block_n=64, block_k=16, num_warps=4, num_stages=2)
-
-
-def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_implicit_gemm_frame` cannot run ``problem`` (None if it can)."""
-    if (reason := _ws_machine_reason(problem)) is not None:
-        return reason
-    if problem.itemsize != 2:
-        return "its wgmma takes A from registers, a form it has for 16-bit types only"
-    if problem.groups != 1:
-        return "it needs groups=1"
-    if problem.layout != "nhwc":
-        return "its loader copies 16-byte channel segments: it needs channels_last"
-    if problem.stride != (1, 1):
-        return "its taps are shifted views of one staged frame: it needs stride 1"
-    if problem.c % 16:
-        return "its reduction blocks are whole wgmma steps of 16 channels: it needs C a multiple of 16"
-    if not frame_tiling(problem, FRAME_SMALLEST).fits():
-        return (f"a 64-row tile's frame ({frame_width(problem)} pixels wide, {problem.r}x{problem.s} filter) does "
-                "not fit in shared memory")
-    return None
-
-
-def launch_implicit_gemm_frame(
-    problem: ConvProblem,
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    residual: torch.Tensor | None,
-    out: torch.Tensor,
-    config: LaunchConfig,
-):
-    """Run :func:`conv2d_implicit_gemm_frame_kernel`: one program an SM, a loader warpgroup
-    staging each channel block's frame rows (cp.async) and copying the weight tiles (TMA) into a
-    ring of ``config.num_stages`` stages, ``config.num_warps`` MMA warps (4 or 8) consuming both.
-    An input whose pixel strides are not multiples of 16 bytes (a sliced view) runs on the
-    implicit GEMM instead, with the same result."""
-    if config.split_k > 1:
-        raise ValueError(f"config split_k={config.split_k}: implicit_gemm_frame has no split-K")
-    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
-        raise ValueError(f"config num_warps={config.num_warps}: implicit_gemm_frame runs 4 or 8 MMA warps "
-                         "(4, one warpgroup, for each of the two halves with pingpong)")
-    tiling = frame_tiling(problem, config)
-    if not tiling.fits():
-        raise ValueError(f"config {config}: implicit_gemm_frame's frames and ring need "
-                         f"{tiling.shared_bytes()} bytes of shared memory, more than an SM has")
-    w2d = _ws_weight_matrix(problem, weight)
-    if not _ws_reads(problem, x, w2d):
-        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, tiling.block_k], _GLUON_DTYPES[problem.dtype])
-    w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, tiling.block_k], w_layout)
-    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
-    blocks = cdiv(problem.out_h * frame_width(problem), config.block_m)
-    tiles = problem.n * blocks * cdiv(problem.k, config.block_n)
-    return launch(conv2d_implicit_gemm_frame_kernel, (min(tiles, sm_count(out.device)),),
-                  x, w_desc, *pointers, problem.n, problem.h, problem.w, problem.c, problem.k,
-                  problem.out_h, problem.padding[0], problem.padding[1],
-                  x.stride(0), x.stride(2), x.stride(3), *epilogue_strides, **epilogue, Q=problem.out_w,
-                  R=problem.r, S=problem.s, DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
-                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=tiling.block_k, GROUP_M=config.group_m,
-                  ROWS=tiling.rows, FRAMES=tiling.frames, CHUNK=FRAME_CHUNK, STAGES=config.num_stages,
-                  COPY_WARPS=FRAME_COPY_WARPS, COPY_REGS=FRAME_COPY_REGS, WEIGHT_REGS=WS_TMA_LOADER_REGS,
-                  NUM_WARPS=config.num_warps, HALVES=2 if config.pingpong else 1, MMA_REGS=FRAME_HALVES_MAX_REGS,
-                  INT64=needs_int64(problem), num_warps=config.num_warps,
-                  maxnreg=FRAME_HALVES_MAX_REGS if config.pingpong else FRAME_MAX_REGS[config.num_warps])
 
 
 WS_EPILOGUE_BYTES = 128  # the widest column chunk a TMA store of the epilogue writes: one swizzle span
