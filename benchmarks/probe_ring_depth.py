@@ -11,7 +11,13 @@ the launcher itself, read 90-190 us on rows whose kernels take 12-30), beside cu
 output checked against F.conv2d in float32 (that run found the TMA-store epilogue's race on
 one-chunk tiles, since fixed).
 
-    python benchmarks/probe_ring_depth.py --json OUT.json
+``--configs 192x128s4,64x128s8``: other tiles instead of the list below (``BMxBNsSTAGES``, and
+``wN`` for N MMA warps: ``128x256s4w8``; session 38's 192-row tiles, three MMA warpgroups of 64
+rows each: ``launch.ws_slices``). ``--rows c1024,c512 hw28``: the rows whose names contain one of
+these. Every output is checked against the float64 reference (``tileconv.reference``), also with
+``bias_add_relu`` (a bias, a residual: the pointer-store epilogue) for every tile.
+
+    python benchmarks/probe_ring_depth.py --json OUT.json [--configs ...] [--rows ...]
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.bench.timing import bench_us  # noqa: E402
 from tileconv.kernels import LaunchConfig  # noqa: E402
 from tileconv.kernels.launch import launch_gemm_1x1_ws  # noqa: E402
-from tileconv.testing import random_inputs, tolerance  # noqa: E402
+from tileconv.reference import conv2d_reference  # noqa: E402
+from tileconv.testing import compare, random_inputs, tolerance  # noqa: E402
 
 # (block_m, block_n, num_warps, stages): the candidates' depths, then deeper
 CONFIGS = [(64, 128, 4, 5), (64, 128, 4, 8), (128, 128, 4, 4), (128, 128, 4, 6), (128, 64, 4, 5), (128, 64, 4, 8),
@@ -39,33 +46,64 @@ CONFIGS = [(64, 128, 4, 5), (64, 128, 4, 8), (128, 128, 4, 4), (128, 128, 4, 6),
 
 
 def _label(config: LaunchConfig) -> str:
-    return f"{config.block_m}x{config.block_n} s{config.num_stages}"
+    return f"{config.block_m}x{config.block_n} s{config.num_stages}" + (f" w{config.num_warps}" if config.num_warps != 4 else "")
+
+
+def _parse_configs(text: str) -> list[tuple[int, int, int, int]]:
+    """``BMxBNsST[wNW]`` items, comma-separated -> (block_m, block_n, num_warps, stages)."""
+    configs = []
+    for item in text.split(","):
+        tile, _, rest = item.partition("s")
+        stages, _, warps = rest.partition("w")
+        block_m, block_n = (int(v) for v in tile.split("x"))
+        configs.append((block_m, block_n, int(warps or 4), int(stages)))
+    return configs
+
+
+def _check(problem, inputs, config, epilogue_problem, epilogue_inputs) -> dict:
+    """The tile's output, NaN-poisoned first, against the float64 reference: plain, then with a
+    bias, a residual and ReLU."""
+    result = {}
+    for key, prob, inp in (("err", problem, inputs), ("err_bias_add_relu", epilogue_problem, epilogue_inputs)):
+        out = torch.full(prob.output_shape, float("nan"), device="cuda", dtype=prob.dtype).contiguous(
+            memory_format=torch.channels_last)
+        launch_gemm_1x1_ws(prob, inp.x, inp.weight, inp.bias, inp.residual, out, config)
+        torch.cuda.synchronize()
+        ref = conv2d_reference(inp.x, inp.weight, inp.bias, activation=prob.epilogue.activation,
+                               residual=inp.residual, device="cuda")
+        comparison = compare(out, ref, tolerance(prob))
+        result[key] = comparison.rel_err
+        result.setdefault("ok", True)
+        result["ok"] = result["ok"] and comparison.ok
+    return result
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--json")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--configs", help="BMxBNsST[wNW],... (default: the list in this file)")
+    p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
     args = p.parse_args()
-    cases = [c for c in get_suite("resnet50") if c.r == 1 and c.stride == 1]
+    tiles = _parse_configs(args.configs) if args.configs else CONFIGS
+    cases = [c for c in get_suite("resnet50") if c.r == 1 and c.stride == 1
+             and (not args.rows or any(part in c.name for part in args.rows.split(",")))]
     rows = []
     for case in cases:
         problem = case.problem(torch.float16, "nhwc", "none", batch=32)
         inputs = random_inputs(problem, "cuda", seed=35, draw_on_device=True)
+        epilogue_problem = case.problem(torch.float16, "nhwc", "bias_add_relu", batch=32)
+        epilogue_inputs = random_inputs(epilogue_problem, "cuda", seed=36, draw_on_device=True)
         x, w = inputs.x, inputs.weight
-        ref = F.conv2d(x.float(), w.float())
         out = torch.empty(problem.output_shape, device="cuda", dtype=torch.float16).contiguous(
             memory_format=torch.channels_last)
         configs = [LaunchConfig(block_m=m, block_n=min(n, max(64, problem.k)), block_k=64, num_warps=nw,
-                                num_stages=st) for m, n, nw, st in CONFIGS]
+                                num_stages=st) for m, n, nw, st in tiles]
         configs = list(dict.fromkeys(configs))
         row = {"name": case.name, "cudnn_us": [], "configs": {}}
         for config in configs:
-            out.fill_(float("nan"))
-            launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
-            torch.cuda.synchronize()
-            err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
-            row["configs"][_label(config)] = {"err": err, "ok": err <= tolerance(problem), "us": []}
+            row["configs"][_label(config)] = {**_check(problem, inputs, config, epilogue_problem, epilogue_inputs),
+                                              "us": []}
         graphs = {}
         for config in configs:
             graph = torch.cuda.CUDAGraph()

@@ -474,6 +474,16 @@ CONFIG_CASES = [
          algo="gemm_1x1_ws", config=LaunchConfig(128, 64, 64, 8, 4, 5)),
     Case(32, 64, 56, 56, 64, 1, 1, dtype="bf16", layout="nhwc", activation="relu",
          algo="implicit_gemm_ws", config=LaunchConfig(128, 64, 64, 8, 4, 4)),
+    # gemm_1x1_ws's 192-row tiles (three MMA warpgroups of 64 rows each): M = 2*9*11 = 198, one
+    # full tile and a 6-row tail (the second and third slices of the last tile wholly past M), a
+    # residual (pointer stores); the TMA-store epilogue with a clipped last chunk (K = 136), six
+    # slices' chunk buffers reused over many tiles a program (M = 32*28*28, 131 x 2 tiles); bf16.
+    Case(2, 64, 9, 11, 136, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="gemm_1x1_ws", config=LaunchConfig(192, 128, 64, 8, 4, 4)),
+    Case(2, 40, 9, 11, 136, 1, 1, dtype="bf16", layout="nhwc", bias=True, activation="silu",
+         algo="gemm_1x1_ws", config=LaunchConfig(192, 128, 64, 8, 4, 4)),
+    Case(32, 128, 28, 28, 128, 1, 1, dtype="fp16", layout="nhwc", bias=True,
+         algo="gemm_1x1_ws", config=LaunchConfig(192, 64, 64, 8, 4, 6)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,
@@ -1154,3 +1164,24 @@ def test_harness_catches_unwritten_and_wrong_outputs(device: str, seed: int):
     wrong[0, 1, 2, 3] += 0.25
     with pytest.raises(AssertionError, match=r"worst element at \(0, 1, 2, 3\)"):
         assert_conv_close(wrong, ref, tolerance(problem))
+
+
+@pytest.mark.parametrize("config, stride, fragment", [
+    (LaunchConfig(192, 128, 64, 8, 4, 4, pingpong=1), 1, "block_m=192"),
+    (LaunchConfig(192, 128, 64, 8, 8, 4), 1, "num_warps=8"),
+    (LaunchConfig(96, 128, 64, 8, 4, 4), 1, "block_m=96"),
+    (LaunchConfig(192, 128, 64, 8, 4, 4), 2, "stride=(2, 2)"),
+])
+def test_ws_row_slices_reject_what_they_cannot_run(config: LaunchConfig, stride: int, fragment: str):
+    """gemm_1x1_ws's 192-row tiles (three MMA warpgroups of 64 rows each) run stride 1, one
+    warpgroup a slice, without ping-pong; other tiles are powers of two. The launcher says so,
+    naming the setting, before it touches a tensor (so this runs on any machine)."""
+    from tileconv.kernels.launch import launch_gemm_1x1_ws
+
+    problem = problem_from_arguments(torch.empty(2, 16, 8, 8, dtype=torch.float16).to(memory_format=torch.channels_last),
+                                     torch.empty(32, 16, 1, 1, dtype=torch.float16), stride=stride)
+    x = torch.empty(problem.input_shape, dtype=torch.float16).to(memory_format=torch.channels_last)
+    out = torch.full(problem.output_shape, 7.0, dtype=torch.float16).to(memory_format=torch.channels_last)
+    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        launch_gemm_1x1_ws(problem, x, torch.empty(problem.weight_shape, dtype=torch.float16), None, None, out, config)
+    assert bool((out == 7.0).all())

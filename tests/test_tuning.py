@@ -34,6 +34,7 @@ from tileconv.dispatch.candidates import (
     dense_toeplitz_shared_memory,
     depthwise_candidates,
     direct_candidates,
+    gemm_1x1_ws_candidates,
     gemm_problem,
     implicit_gemm_candidates,
     implicit_gemm_shared_memory,
@@ -278,6 +279,27 @@ def _is_pow2(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
 
+@pytest.mark.parametrize("name, stride, sliced", [
+    ("r50 c1024 hw14 k512 1x1/1", 1, True),  # 132 tiles of 192x128 on 132 SMs, 196 of 128x128
+    ("r50 c512 hw28 k128 1x1/1", 1, True),  # 131 against 196
+    ("r50 c256 hw14 k1024 1x1/1", 1, False),  # 264 against 392 tiles: both fill their waves
+    ("r50 c1024 hw14 k256 1x1/1", 1, False),  # 66 tiles: half the SMs
+    ("r50 c1024 hw14 k512 1x1/1", 2, False),  # the slices are stride 1's
+])
+def test_gemm_1x1_ws_races_192_row_tiles_where_they_fill_the_waves(name: str, stride: int, sliced: bool):
+    """gemm_1x1_ws's candidates take a 192-row tile (three 64-row MMA warpgroups), third in line,
+    where its tiles fill the last wave of 132 SMs better than 128-row tiles of the same width."""
+    case = next(c for c in get_suite("resnet50") if c.name == name)
+    problem = replace(case.problem(torch.float16, "nhwc", batch=32), stride=(stride, stride))
+    configs = gemm_1x1_ws_candidates(problem, DeviceLimits())
+    rows = [config.block_m for config in configs]
+    assert (192 in rows) == sliced, rows
+    if sliced:
+        config = configs[rows.index(192)]
+        assert rows.index(192) == 2 and config.num_warps == 4 and not config.pingpong
+        assert implicit_gemm_shared_memory(problem, config) <= DeviceLimits().bulk_copy_budget
+
+
 @pytest.mark.parametrize("gpu_defaults", [False, True], ids=["here", "gpu-defaults"])
 @pytest.mark.parametrize("limits", [DeviceLimits(), DeviceLimits(num_sms=108, shared_memory_bytes=166912)],
                          ids=["h100", "a100"])
@@ -299,8 +321,9 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
             # dense_toeplitz's block_n is a channel count (all of a small K): its GEMM's N
             # (columns x channels, rounded up) is the power of two. depthwise_window's strip and
             # tile width are unrolled counts, any sizes.
+            sliced = name == "gemm_1x1_ws" and config.block_m == 192  # three 64-row MMA warpgroups
             for value in ((config.num_warps, config.block_n) if name == "depthwise_window" else
-                          (config.block_m, config.block_k, config.num_warps) + (
+                          (config.block_k, config.num_warps) + (() if sliced else (config.block_m,)) + (
                               () if name == "dense_toeplitz" else (config.block_n,))):
                 assert _is_pow2(value), where
             # Rule-decided fields stay the heuristics' (only tile fields are tuned).
@@ -322,7 +345,8 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
             elif name in ("implicit_gemm_ws", "gemm_1x1_ws"):  # (GPU only) wgmma heights, the epilogue's
                 # 64-wide rows, the ring fits (gemm_1x1_ws races implicit_gemm_ws's configs, some in ping-pong)
                 assert name == "implicit_gemm_ws" or config.num_warps == 4 or not config.pingpong, where
-                assert config.block_m in (64, 128) and config.num_warps in (4, 8), where
+                assert config.block_m in (64, 128) and config.num_warps in (4, 8) or (
+                    sliced and config.num_warps == 4 and not config.pingpong and problem.stride == (1, 1)), where
                 assert 64 <= config.block_n <= max(64, triton.next_power_of_2(problem.k)), where
                 assert implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget, where
             elif name == "depthwise_toeplitz":  # banded GEMMs: tensor-core edges, reach, the ring fits

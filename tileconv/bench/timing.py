@@ -53,21 +53,29 @@ def bench_us(fn: Callable[[], object], repeat: int = 1) -> float:
 _flush_buffer: torch.Tensor | None = None
 
 
-def event_median_ms(fn: Callable[[], object], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS) -> float:
-    """``triton.testing.do_bench(fn, warmup_ms, rep_ms, return_mode="median")`` with an L2
-    flush of :data:`FLUSH_BYTES` (the module's docstring says why): one call, five flushed
-    calls to estimate its time, ``warmup_ms`` of calls, then ``rep_ms`` of flushed
-    repetitions, each between two CUDA events; their median in milliseconds."""
+def flush_buffer() -> torch.Tensor:
+    """The :data:`FLUSH_BYTES` buffer whose memset clears the L2 before each repetition (made once)."""
     global _flush_buffer
     if _flush_buffer is None:
         _flush_buffer = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    flush = _flush_buffer
+    return _flush_buffer
+
+
+def event_median_ms(fn: Callable[[], object], warmup_ms: float = WARMUP_MS, rep_ms: float = REP_MS,
+                    flush: Callable[[], object] | None = None) -> float:
+    """``triton.testing.do_bench(fn, warmup_ms, rep_ms, return_mode="median")`` with an L2
+    flush of :data:`FLUSH_BYTES` (the module's docstring says why): one call, five flushed
+    calls to estimate its time, ``warmup_ms`` of calls, then ``rep_ms`` of flushed
+    repetitions, each between two CUDA events; their median in milliseconds. ``flush``:
+    another way to clear the L2 before each repetition (a probe's; the benchmark's is the memset)."""
+    buffer = flush_buffer()
+    clear = flush if flush is not None else buffer.zero_
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
-        flush.zero_()
+        clear()
         fn()
     end.record()
     torch.cuda.synchronize()
@@ -78,7 +86,7 @@ def event_median_ms(fn: Callable[[], object], warmup_ms: float = WARMUP_MS, rep_
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(n_repeat)]
     for i in range(n_repeat):
-        flush.zero_()
+        clear()
         starts[i].record()
         fn()
         ends[i].record()

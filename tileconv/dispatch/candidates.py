@@ -454,10 +454,40 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
 def gemm_1x1_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """implicit_gemm_ws's configs (the same ring a stage), each one-warpgroup tile also in
     ping-pong (two MMA warpgroups taking the tiles in turn: one's epilogue under the other's
-    main loop), after the first two."""
+    main loop), after the first two; and, third, a 192-row tile where one fits the SMs'
+    waves better (:func:`_row_slice_candidates`)."""
+    limits = limits or DeviceLimits()
     configs = implicit_gemm_ws_candidates(problem, limits)
     pingpong = [replace(config, pingpong=1) for config in configs if config.num_warps == 4]
-    return list(dict.fromkeys([*configs[:2], *pingpong, *configs[2:]]))
+    return list(dict.fromkeys([*configs[:2], *_row_slice_candidates(problem, limits), *pingpong, *configs[2:]]))
+
+
+ROW_SLICE_FILL_GAIN = 0.05  # how much fuller the last wave of 192-row tiles must be than of 128-row ones
+
+
+def _row_slice_candidates(problem: ConvProblem, limits: DeviceLimits) -> list[LaunchConfig]:
+    """gemm_1x1_ws's 192-row tile (three MMA warpgroups of 64 rows: ``launch.ws_slices``; stride
+    1 only) at 128 channels wide (64 where K is), where its tiles fill the SMs' last wave by
+    ROW_SLICE_FILL_GAIN more than 128-row tiles of that width do: c1024 hw14 k512 at batch 32
+    makes 132 tiles of 192x128 on 132 SMs against 196 of 128x128 (H200, session 38: 16.6-16.9 us
+    against 17.2-17.6 for the tuned 64x128, cuDNN 15.5-16.2), c512 hw28 k128 131 against 196.
+    Where both fill their waves the bigger tile measured no faster (c256 hw14 k1024 13.1-13.3 us
+    against 13.2-13.6; c1024 hw14 k256, 66 tiles, 16.0 against 13.3): none."""
+    if problem.stride != (1, 1):
+        return []
+    start = default_config(problem, "gemm_1x1_ws")
+    block_n = min(128, pow2_at_least(problem.k, 64))
+
+    def fill(block_m: int) -> float:
+        tiles = triton.cdiv(problem.gemm_m, block_m) * triton.cdiv(problem.k, block_n)
+        return tiles / (triton.cdiv(tiles, limits.num_sms) * limits.num_sms)
+
+    if fill(192) < fill(128) + ROW_SLICE_FILL_GAIN:
+        return []
+    config = replace(start, block_m=192, block_n=block_n, num_warps=4, num_stages=4, pingpong=0)
+    while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.bulk_copy_budget:
+        config = replace(config, num_stages=config.num_stages - 1)
+    return [config] if implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget else []
 
 
 # --------------------------------------------------------------------- CUDA-core kernels

@@ -20,6 +20,10 @@ convolutions do:
 - or two MMA partitions of one warpgroup each (``CONSUMERS = 2``, CUTLASS's "ping-pong"):
   they take the program's tiles in turn, so that one's main loop keeps the tensor cores busy
   while the other runs its epilogue.
+- or (gemm_1x1_ws, ``SLICES = 3``) three MMA partitions of one warpgroup each on one tile of
+  BLOCK_M = 192 rows, each its own 64 (CUTLASS's "cooperative" form, three ways): a tile size
+  no single power-of-two accumulator has, which covers some ResNet-50 GEMMs in one exact wave
+  of 132 SMs (c1024 hw14 k512: 33 x 4 tiles of 192x128, against 98 of 128x256).
 
 The grid is persistent (one program an SM), the tiles in grouped order. Gluon kernels compile
 only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
@@ -113,10 +117,12 @@ def _column_halves(x):
 
 
 @gluon.jit
-def _store_tile_tma(out, out_desc, epi, row, col, tile_count):
+def _store_tile_tma(out, out_desc, epi, first, row, col, tile_count):
     """Store the finished [BLOCK_M, BLOCK_N] tile ``out`` (the output's dtype, any layout) at
     (``row``, ``col``) of the output matrix by the copy engine, ``EPI_N`` columns at a time
-    through the two [BLOCK_M, EPI_N] buffers ``epi`` in turn: each chunk written to shared
+    through the two [BLOCK_M, EPI_N] buffers ``epi.index(first)`` and the next in turn (a row
+    slice's own two: ``first`` = 2 * SLICE; a sliced view of ``epi`` along its first dimension
+    does not compile where that dimension is not a power of two): each chunk written to shared
     memory, then one bulk copy (rows past M and columns past K clipped by the engine). A buffer
     is written again only once the copy before last has read it (``store_wait(1)``), so the MMA
     warps never wait for a store to land, only for the stores into shared memory. The buffers
@@ -138,22 +144,24 @@ def _store_tile_tma(out, out_desc, epi, row, col, tile_count):
         chunks = (l0, l1, r0, r1)
     for j in gl.static_range(CHUNKS):
         tma.store_wait(1)  # this buffer's copy before last has read it
-        buf = epi.index((tile_count * CHUNKS + j) % 2)
+        buf = epi.index(first + (tile_count * CHUNKS + j) % 2)
         buf.store(chunks[j])
         fence_async_shared()  # the stores, seen by the copy engine (the async proxy)
         tma.async_copy_shared_to_global(out_desc, [row, col + j * EPI_N], buf)
 
 
 @gluon.jit
-def _epilogue_buffers(out_desc, stand_in_desc, stand_in_buffer, EPI_TMA: gl.constexpr):
-    """The TMA-store epilogue's descriptor and its two column-chunk buffers (see _store_tile_tma);
+def _epilogue_buffers(out_desc, stand_in_desc, stand_in_buffer, EPI_TMA: gl.constexpr, SLICES: gl.constexpr):
+    """The TMA-store epilogue's descriptor and its two column-chunk buffers (see _store_tile_tma)
+    for each of the tile's ``SLICES`` MMA partitions (slice j's are buffers 2j and 2j + 1);
     without it, the stand-ins, which the partitions never touch (warp_specialize takes no None
     among its arguments)."""
     desc = stand_in_desc
     epi = stand_in_buffer
     if EPI_TMA:
         desc = out_desc
-        epi = gl.allocate_shared_memory(out_desc.dtype, [2, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
+        epi = gl.allocate_shared_memory(out_desc.dtype,
+                                        [2 * SLICES, out_desc.block_type.shape[0], out_desc.block_type.shape[1]],
                                         out_desc.layout)
     return desc, epi
 
@@ -173,8 +181,14 @@ def _mma_partition(
     CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
     BOX_Q: gl.constexpr,  # 0: the M tile is BLOCK_M consecutive output pixels; else a box (common.tile_origin)
     EPI_TMA: gl.constexpr,  # the tile leaves by TMA stores from ``epi`` (no residual, BOX_Q = 0)
+    SLICE: gl.constexpr, SLICES: gl.constexpr,  # this partition's rows: slice SLICE of SLICES
+    A_BY_CP_ASYNC: gl.constexpr,  # the A tiles arrive by cp.async (else by TMA, as the B tiles)
 ):
-    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With two
+    """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With
+    ``SLICES`` > 1 each tile's BLOCK_M rows are split among that many MMA partitions, this one
+    taking rows SLICE * BLOCK_M / SLICES on: its A operand is the stage's buffer of those rows
+    (``a_bufs`` holds SLICES buffers a stage), and a stage is free once every slice has
+    released it (the empty barriers count SLICES arrivals). With two
     consumers (ping-pong) this one takes every other tile of the program, ``CONSUMER`` first:
     the loader fills the ring tile after tile, so one consumer's main loop runs while the
     other's epilogue does. Their main loops take turns (``turn``: each waits for the other's
@@ -182,7 +196,9 @@ def _mma_partition(
     the next fill from the one before, so no consumer may wait for a fill two ahead (the
     first form, without turns, hung on the GPU)."""
     gl.static_assert(not EPI_TMA or (BOX_Q == 0 and CONSUMERS == 1), "TMA stores: pixel-run tiles, one consumer")
-    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    gl.static_assert(SLICES == 1 or (BOX_Q == 0 and CONSUMERS == 1), "row slices: pixel-run tiles, no ping-pong")
+    STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
+    SLICE_M: gl.constexpr = BLOCK_M // SLICES
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                         instr_shape=[16, BLOCK_N, MMA_K])
     # The epilogue's layout: each thread 8 consecutive output channels (16-byte fp16 stores).
@@ -196,14 +212,20 @@ def _mma_partition(
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
             mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
-        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+        acc = gl.zeros([SLICE_M, BLOCK_N], gl.float32, layout=mma_layout)
         for step in range(steps):
             stage = it % STAGES
             mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
-            fence_async_shared()  # the loader's cp.async writes, seen by wgmma (the async proxy)
+            if A_BY_CP_ASYNC:
+                # The loader's cp.async writes (the generic proxy), seen by wgmma (the async proxy).
+                # Bulk copies write through the async proxy themselves: their mbarrier's phase is
+                # all wgmma needs (CUTLASS's TMA pipelines have no fence there; it costs a
+                # MEMBAR.ALL.CTA a step in SASS).
+                fence_async_shared()
             # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
             # not this kernel's: the launcher's condition).
-            acc = warpgroup_mma(a_bufs.index(stage), b_bufs.index(stage).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma(a_bufs.index(stage * SLICES + SLICE), b_bufs.index(stage).permute((1, 0)), acc,
+                                is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
             # The previous step's wgmma has finished reading its stage: hand it back.
             mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > 0)
@@ -218,7 +240,8 @@ def _mma_partition(
         # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
         tile_out = out_ptr + (pid_n * BLOCK_N // fold_k).to(gl.int64) * fold_jump
         img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
-        n, p, q, mask_m = tile_pixels(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
+        row += SLICE * SLICE_M  # (a slice's rows: pixel runs only)
+        n, p, q, mask_m = tile_pixels(gl.arange(0, SLICE_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
                                       M, PI, P, Q, BOX_Q, INT64)
         if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
             store_output_tile(gl.convert_layout(acc, out_layout), tile_out, bias_ptr, res_ptr, n, p, q, mask_m,
@@ -231,7 +254,7 @@ def _mma_partition(
             acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
                               ACTIVATION, HAS_BIAS, False)
             if EPI_TMA:  # from the MMA layout into shared memory, out by the copy engine
-                _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, pid_m * BLOCK_M, pid_n * BLOCK_N, own - 1)
+                _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, 2 * SLICE, row, pid_n * BLOCK_N, own - 1)
             else:
                 out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
                 store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
@@ -273,7 +296,7 @@ def conv2d_implicit_gemm_ws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # ping-pong's main-loop turns
-    out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA)
+    out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA, 1)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
@@ -290,7 +313,7 @@ def conv2d_implicit_gemm_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
@@ -300,14 +323,14 @@ def conv2d_implicit_gemm_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
 
 
@@ -315,15 +338,18 @@ def conv2d_implicit_gemm_ws_kernel(
 def _tma_loader_partition(
     x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    BOX_Q: gl.constexpr,
+    BOX_Q: gl.constexpr, SLICES: gl.constexpr,
 ):
     """Fill the ring by bulk copies only (one warp): for every tile and channel step of this
-    program, the A box and the weight tile into one stage, both counted on its mbarrier.
+    program, the A box and the weight tile into one stage, both counted on its mbarrier; with
+    ``SLICES`` > 1 (pixel runs only), the tile's A rows as that many boxes of BLOCK_M / SLICES
+    rows, one into each of the stage's A buffers (rows past M: the engine's zero fill).
     A strided problem's 4D box lands in the stage's [BLOCK_M, BLOCK_K] buffer as the same
     bytes: the shared layout's swizzle depends on a row's place in the buffer (the box's rows
     flattened), not on the box's shape."""
-    STAGES: gl.constexpr = a_bufs.type.shape[0]
-    nbytes: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
+    STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
+    SLICE_M: gl.constexpr = BLOCK_M // SLICES
+    nbytes: gl.constexpr = SLICES * x_desc.block_type.nbytes + w_desc.block_type.nbytes
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
@@ -335,7 +361,9 @@ def _tma_loader_partition(
             mbarrier.expect(bar, nbytes)
             tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
             if BOX_Q == 0:
-                tma.async_copy_global_to_shared(x_desc, [row, step * BLOCK_K], bar, a_bufs.index(stage))
+                for j in gl.static_range(SLICES):
+                    tma.async_copy_global_to_shared(x_desc, [row + j * SLICE_M, step * BLOCK_K], bar,
+                                                    a_bufs.index(stage * SLICES + j))
             else:
                 box = a_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
                 tma.async_copy_global_to_shared(x_desc, [img, row, col, step * BLOCK_K], bar, box)
@@ -344,10 +372,10 @@ def _tma_loader_partition(
 
 @gluon.jit
 def conv1x1_ws_kernel(
-    x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M, BLOCK_K); or (BOX_Q > 0) over the
-             # strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
+    x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M // SLICES, BLOCK_K); or (BOX_Q > 0) over
+             # the strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
     w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
-    out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M, EPI_N)
+    out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M // SLICES, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     M, K, C, P, Q, num_m, PI,  # M = N*P*Q; num_m M tiles (the host's count); PI: the box grid's rows (common.tile_origin)
     stride_on, stride_ok, stride_op, stride_oq,
@@ -359,44 +387,64 @@ def conv1x1_ws_kernel(
     STAGES: gl.constexpr, LOADER_REGS: gl.constexpr, MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr,
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, INT64: gl.constexpr,
     EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
+    SLICES: gl.constexpr,  # 1, or 3: MMA partitions sharing each tile's rows (BOX_Q = 0, CONSUMERS = 1)
 ):
     """A 1x1 unpadded convolution of any stride, warp-specialized as the kernel above, with
     both operands by bulk copy: a one-warp loader (TMA, zero fill for every tail: C need not
     be a multiple of BLOCK_K), the same MMA partitions and epilogue."""
+    gl.static_assert(SLICES == 1 or SLICES == 3, "a tile's rows go to one MMA partition or three")
     dtype: gl.constexpr = w_desc.dtype
-    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], dtype)
-    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_layout)
+    SLICE_M: gl.constexpr = BLOCK_M // SLICES
+    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([SLICE_M, BLOCK_K], dtype)
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES * SLICES, SLICE_M, BLOCK_K], a_layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA)
+    out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA, SLICES)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)  # the loader's expect; the copies' bytes complete it
-        mbarrier.init(empty.index(i), count=1)
+        mbarrier.init(empty.index(i), count=SLICES)  # every slice's MMA partition releases it
     num_n = gl.cdiv(K, BLOCK_N)
     steps = gl.cdiv(C, BLOCK_K)
-    if CONSUMERS == 1:
+    if SLICES == 3:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES)),
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
+                              stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
+                              stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False)),
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
+                              stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
+                              stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False)),
+        ], [1, NUM_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS, CONSUMER_REGS])
+    elif CONSUMERS == 1:
+        gl.warp_specialize([
+            (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
+                              stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
+                              stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False)),
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q)),
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False)),
         ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

@@ -348,6 +348,13 @@ WS_LOADER_REGS = 88
 WS_MAX_REGS = {4: 256, 8: 168}
 WS_PINGPONG_MAX_REGS = 168  # two MMA warpgroups and the loader's: 12 warps
 WS_PINGPONG_CONSUMER_REGS = 216  # the second MMA warpgroup's; the first gets what is left (200)
+# gemm_1x1_ws's row slices (a 192-row tile, three MMA warpgroups of 64 rows each, and the
+# loader's warp padded to a warpgroup: 16 warps, 128 registers a thread at launch). The second
+# and third slices' partitions get WS_SLICE_REGS, the loader WS_TMA_LOADER_REGS, the first what is
+# left (168): room for a 64x256 fp32 accumulator (128) in each.
+WS_SLICE_ROWS = 64
+WS_SLICE_MAX_REGS = 128
+WS_SLICE_REGS = 152
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
@@ -468,7 +475,8 @@ WS_EPILOGUE_BYTES = 128  # the widest column chunk a TMA store of the epilogue w
 def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, out: torch.Tensor,
                           config: LaunchConfig, block_k: int, box_q: int = 0) -> GluonTensorDescriptor | None:
     """The warp-specialized kernels' TMA-store epilogue (``EPI_TMA``): a descriptor over the output
-    as the (N*P*Q, K) matrix, block (BLOCK_M, EPI_N) with EPI_N the columns of 128 bytes; None
+    as the (N*P*Q, K) matrix, block (rows, EPI_N) with rows a tile's (a row slice's: :func:`ws_slices`)
+    and EPI_N the columns of 128 bytes (two such buffers a slice: 2 * BLOCK_M rows in all); None
     where the tile leaves by pointer stores instead: a residual (read in the stores' layout),
     ping-pong (two consumers would share the buffers), box tiles (``box_q``), an output that is
     not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
@@ -485,9 +493,15 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     out2d = out2d.reshape(problem.gemm_m, problem.k)
     if not describable(out2d, problem.itemsize):
         return None
-    block = [config.block_m, epi_n]
+    block = [config.block_m // ws_slices(config), epi_n]
     return GluonTensorDescriptor.from_tensor(
         out2d, block, gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[problem.dtype]))
+
+
+def ws_slices(config: LaunchConfig) -> int:
+    """The MMA partitions sharing each of gemm_1x1_ws's tiles by rows: 3 (of WS_SLICE_ROWS rows
+    each) for block_m = 192, a tile no single power-of-two accumulator covers; else 1."""
+    return 3 if config.block_m == 3 * WS_SLICE_ROWS else 1
 
 
 def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
@@ -496,13 +510,21 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
     can run it."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: {name} has no split-K (use implicit_gemm)")
-    if config.num_warps not in WS_MAX_REGS or (config.pingpong and config.num_warps != 4):
+    if config.num_warps not in WS_MAX_REGS or ((config.pingpong or ws_slices(config) > 1) and config.num_warps != 4):
         raise ValueError(f"config num_warps={config.num_warps}: {name} runs 4 or 8 MMA warps "
-                         "(4, one warpgroup, for each of ping-pong's two)")
-    return dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
-                NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
-                CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
-                maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
+                         "(4, one warpgroup, for each of ping-pong's two and of a 192-row tile's three)")
+    if config.block_m & (config.block_m - 1) and (name != "gemm_1x1_ws" or ws_slices(config) == 1 or config.pingpong):
+        raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
+                         + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
+    options = dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
+                   NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
+                   CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
+                   maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
+    if name == "gemm_1x1_ws":
+        options["SLICES"] = ws_slices(config)
+        if ws_slices(config) > 1:
+            options.update(CONSUMER_REGS=WS_SLICE_REGS, maxnreg=WS_SLICE_MAX_REGS)
+    return options
 
 
 # gemm_1x1_ws's loader: one warp issuing bulk copies (a tile index and a few coordinates).
@@ -527,17 +549,23 @@ def launch_gemm_1x1_ws(
 ):
     """Run :func:`conv1x1_ws_kernel`: gemm_1x1's operand views (:func:`_gemm_1x1_views`)
     copied by a one-warp TMA loader into a ring of ``config.num_stages`` stages that
-    ``config.num_warps`` MMA warps consume (with ``config.pingpong``, two warpgroups in turn),
+    ``config.num_warps`` MMA warps consume (with ``config.pingpong``, two warpgroups in turn;
+    with ``block_m`` = 192, stride 1, three warpgroups on 64 rows of each tile: :func:`ws_slices`),
     one program an SM. A tensor the copy engine cannot describe runs on the implicit GEMM
     instead, with the same result."""
     options = _ws_options(problem, config, "gemm_1x1_ws")
+    if ws_slices(config) > 1 and problem.stride != (1, 1):
+        raise ValueError(f"config block_m={config.block_m}: gemm_1x1_ws's row slices need stride 1 "
+                         f"(got stride={problem.stride})")
     b2d = weight.reshape(problem.k, problem.c)
     views = _gemm_1x1_views(problem, x, out, config)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
-        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+        # (a 192-row tile is the slices'; the implicit GEMM takes 128 and 64 rows)
+        fallback = replace(config, block_m=128) if ws_slices(config) > 1 else config
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, fallback)
     dtype = _GLUON_DTYPES[problem.dtype]
-    a_desc = GluonTensorDescriptor.from_tensor(views.a, views.a_block,
-                                               gl.NVMMASharedLayout.get_default_for(views.a_block, dtype))
+    a_block = [views.a_block[0] // ws_slices(config), *views.a_block[1:]]  # a row slice's (stride 1 only)
+    a_desc = GluonTensorDescriptor.from_tensor(views.a, a_block, gl.NVMMASharedLayout.get_default_for(a_block, dtype))
     w_block = [config.block_n, config.block_k]
     w_desc = GluonTensorDescriptor.from_tensor(b2d, w_block, gl.NVMMASharedLayout.get_default_for(w_block, dtype))
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
