@@ -1185,3 +1185,23 @@ def test_ws_row_slices_reject_what_they_cannot_run(config: LaunchConfig, stride:
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         launch_gemm_1x1_ws(problem, x, torch.empty(problem.weight_shape, dtype=torch.float16), None, None, out, config)
     assert bool((out == 7.0).all())
+
+
+@pytest.mark.skipif(_other_machine("gemm_1x1_ws") is not None, reason="gemm_1x1_ws runs on a Hopper GPU only")
+def test_gemm_1x1_ws_192_row_tile_falls_back_on_an_undescribable_input(device: str, seed: int):
+    """An input the copy engine cannot address (a channel slice starting 2 bytes past a 16-byte
+    boundary) sends gemm_1x1_ws to the implicit GEMM; its 192-row config becomes 128 rows there
+    (the implicit GEMM's tiles are powers of two). Same result, into a poisoned output."""
+    from tileconv.kernels import ALGORITHMS
+    from tileconv.reference import conv2d_reference
+
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    big = torch.randn(2, 65, 9, 11, generator=gen).to(device=device, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last)
+    x = big[:, 1:]  # 64 channels, the view's first element 2 bytes into the allocation
+    w = (torch.randn(136, 64, 1, 1, generator=gen) / 8).to(device=device, dtype=torch.float16)
+    problem = problem_from_arguments(x, w)
+    out = torch.full(problem.output_shape, float("nan"), device=device, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last)
+    ALGORITHMS["gemm_1x1_ws"].launch(problem, x, w, None, None, out, LaunchConfig(192, 128, 64, 8, 4, 4))
+    assert_conv_close(out, conv2d_reference(x, w, device=device), tolerance(problem), "192-row fallback")

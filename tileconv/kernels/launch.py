@@ -350,8 +350,9 @@ WS_PINGPONG_MAX_REGS = 168  # two MMA warpgroups and the loader's: 12 warps
 WS_PINGPONG_CONSUMER_REGS = 216  # the second MMA warpgroup's; the first gets what is left (200)
 # gemm_1x1_ws's row slices (a 192-row tile, three MMA warpgroups of 64 rows each, and the
 # loader's warp padded to a warpgroup: 16 warps, 128 registers a thread at launch). The second
-# and third slices' partitions get WS_SLICE_REGS, the loader WS_TMA_LOADER_REGS, the first what is
-# left (168): room for a 64x256 fp32 accumulator (128) in each.
+# and third slices' partitions ask for WS_SLICE_REGS, the loader for WS_TMA_LOADER_REGS, the first
+# gets what is left; but ptxas allocates the whole kernel under the launch's 128, so a slice's
+# accumulator is at most 64x128 (64 registers): a 64x256 one does not compile (C7602, session 38).
 WS_SLICE_ROWS = 64
 WS_SLICE_MAX_REGS = 128
 WS_SLICE_REGS = 152
