@@ -68,8 +68,7 @@ def event_median_ms(fn: Callable[[], object], warmup_ms: float = WARMUP_MS, rep_
     calls to estimate its time, ``warmup_ms`` of calls, then ``rep_ms`` of flushed
     repetitions, each between two CUDA events; their median in milliseconds. ``flush``:
     another way to clear the L2 before each repetition (a probe's; the benchmark's is the memset)."""
-    buffer = flush_buffer()
-    clear = flush if flush is not None else buffer.zero_
+    clear = flush if flush is not None else flush_buffer().zero_
     fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -211,6 +211,14 @@ def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> i
     return config.ring_bytes(problem.itemsize)
 
 
+def _fit_stages(config: LaunchConfig, shared_bytes: Callable[[LaunchConfig], int], budget: int) -> LaunchConfig | None:
+    """``config`` with stages dropped (down to 2) until ``shared_bytes`` of it fits ``budget``;
+    None where even that does not fit."""
+    while config.num_stages > 2 and shared_bytes(config) > budget:
+        config = replace(config, num_stages=config.num_stages - 1)
+    return config if shared_bytes(config) <= budget else None
+
+
 def gemm_useful_fraction(problem: ConvProblem, algorithm: str = "implicit_gemm") -> float:
     """How much of the smallest tensor-core tile (16 wide over N and over a reduction
     slice) holds real data: 3/256 for a 3x3 depthwise convolution as an implicit GEMM;
@@ -236,11 +244,7 @@ def _fit_gemm(
         num_warps = min(num_warps, 4)  # more warps than a 64x64 tile can feed waste themselves
     config = replace(start, block_m=block_m, block_n=block_n, block_k=block_k, group_m=8,
                      num_warps=num_warps, num_stages=min(num_stages, reduction_steps(problem, start.fuse_sc, block_k) + 1))
-    while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
-        config = replace(config, num_stages=config.num_stages - 1)
-    if implicit_gemm_shared_memory(problem, config) > limits.shared_memory_budget:
-        return None
-    return config
+    return _fit_stages(config, lambda c: implicit_gemm_shared_memory(problem, c), limits.shared_memory_budget)
 
 
 def _tf32_deep_tiles(problem: ConvProblem, start: LaunchConfig, limits: DeviceLimits) -> list[LaunchConfig]:
@@ -250,6 +254,11 @@ def _tf32_deep_tiles(problem: ConvProblem, start: LaunchConfig, limits: DeviceLi
         return []
     fitted = (_fit_gemm(problem, start, base, limits, halve_tf32=False) for base in _GEMM_BASE_TF32_DEEP)
     return [config for config in fitted if config is not None]
+
+
+def _wave_fill(tiles: int, slots: int) -> float:
+    """How full the waves of ``tiles`` on ``slots`` concurrent programs are: 1 where the last is full."""
+    return tiles / (triton.cdiv(tiles, slots) * slots)
 
 
 def _gemm_score(problem: ConvProblem, config: LaunchConfig, limits: DeviceLimits) -> float:
@@ -267,7 +276,7 @@ def _gemm_score(problem: ConvProblem, config: LaunchConfig, limits: DeviceLimits
     # Resident blocks per SM, as shared memory allows (at most 2: registers bound the rest).
     per_sm = max(1, min(2, limits.shared_memory_bytes // max(implicit_gemm_shared_memory(problem, config), 1)))
     slots = limits.num_sms * per_sm
-    wave_fill = tiles / (triton.cdiv(tiles, slots) * slots)
+    wave_fill = _wave_fill(tiles, slots)
     # Operand bytes per output fall as BM*BN/(BM+BN): 64 for a 128x128 tile.
     reuse = min(1.0, (config.block_m * config.block_n / (config.block_m + config.block_n)) / 64)
     return useful * wave_fill * reuse**0.5
@@ -407,9 +416,7 @@ def tma_rows_candidates(problem: ConvProblem, limits: DeviceLimits | None = None
         config = replace(start, block_m=block_m, block_n=block_n,
                          block_k=min(block_k, pow2_at_least(problem.c, MIN_DOT_DIM)), group_m=8,
                          num_warps=num_warps, num_stages=stages, persistent=persistent)
-        while config.num_stages > 2 and tma_rows_shared_memory(problem, config) > budget:
-            config = replace(config, num_stages=config.num_stages - 1)
-        if tma_rows_shared_memory(problem, config) <= budget:
+        if (config := _fit_stages(config, lambda c: tma_rows_shared_memory(problem, c), budget)) is not None:
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 
@@ -444,9 +451,8 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     for block_m, block_n, block_k, num_warps, stages, pingpong in bases:
         config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(problem.k, 64)),
                          block_k=block_k, num_warps=num_warps, num_stages=stages, pingpong=pingpong)
-        while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.bulk_copy_budget:
-            config = replace(config, num_stages=config.num_stages - 1)
-        if implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget:
+        if (config := _fit_stages(config, lambda c: implicit_gemm_shared_memory(problem, c),
+                                  limits.bulk_copy_budget)) is not None:
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 
@@ -479,15 +485,13 @@ def _row_slice_candidates(problem: ConvProblem, limits: DeviceLimits) -> list[La
     block_n = min(128, pow2_at_least(problem.k, 64))
 
     def fill(block_m: int) -> float:
-        tiles = triton.cdiv(problem.gemm_m, block_m) * triton.cdiv(problem.k, block_n)
-        return tiles / (triton.cdiv(tiles, limits.num_sms) * limits.num_sms)
+        return _wave_fill(triton.cdiv(problem.gemm_m, block_m) * triton.cdiv(problem.k, block_n), limits.num_sms)
 
     if fill(192) < fill(128) + ROW_SLICE_FILL_GAIN:
         return []
-    config = replace(start, block_m=192, block_n=block_n, num_warps=4, num_stages=4, pingpong=0)
-    while config.num_stages > 2 and implicit_gemm_shared_memory(problem, config) > limits.bulk_copy_budget:
-        config = replace(config, num_stages=config.num_stages - 1)
-    return [config] if implicit_gemm_shared_memory(problem, config) <= limits.bulk_copy_budget else []
+    config = _fit_stages(replace(start, block_m=192, block_n=block_n, num_warps=4, num_stages=4, pingpong=0),
+                         lambda c: implicit_gemm_shared_memory(problem, c), limits.bulk_copy_budget)
+    return [config] if config is not None else []
 
 
 # --------------------------------------------------------------------- CUDA-core kernels
@@ -653,12 +657,10 @@ def dense_toeplitz_candidates(problem: ConvProblem, limits: DeviceLimits | None 
                          num_stages=stages)
         tiling = dense_toeplitz_tiling(problem, config)
         config = replace(config, num_stages=max(2, min(config.num_stages, tiling.t_steps * problem.r + 1)))
-        while config.num_stages > 2 and dense_toeplitz_shared_memory(problem, config) > limits.shared_memory_budget:
-            config = replace(config, num_stages=config.num_stages - 1)
-        if (tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS
+        config = _fit_stages(config, lambda c: dense_toeplitz_shared_memory(problem, c), limits.shared_memory_budget)
+        if (config is not None and tiling.block_nn <= MAX_DENSE_TOEPLITZ_COLUMNS
                 and tiling.span * problem.c <= MAX_DENSE_TOEPLITZ_VALUES
-                and rows * tiling.block_nn <= MAX_BANDED_ACCUMULATORS * 32 * num_warps
-                and dense_toeplitz_shared_memory(problem, config) <= limits.shared_memory_budget):
+                and rows * tiling.block_nn <= MAX_BANDED_ACCUMULATORS * 32 * num_warps):
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 
