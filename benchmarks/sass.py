@@ -35,7 +35,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 import tileconv.kernels.launch as launch  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.dispatch.heuristics import default_config  # noqa: E402
-from tileconv.kernels import LaunchConfig  # noqa: E402
+from tileconv.kernels import BackwardConfig, LaunchConfig  # noqa: E402
 from tileconv.testing import random_inputs  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -176,14 +176,15 @@ def inspect_problem(problem, algorithm: str, config: LaunchConfig, int64: bool =
 
 
 def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorithm: str | None = None,
-                     dtype: torch.dtype = torch.float16, hopper: bool = False) -> dict:
+                     dtype: torch.dtype = torch.float16, hopper: bool = False,
+                     config: BackwardConfig | None = None) -> dict:
     """As :func:`inspect` for the backward kernels (``gradient`` 'dgrad' or 'wgrad'; the
     depthwise kernels for a depthwise case unless ``algorithm`` says otherwise). The
     interpreter runs them in the tests; only a compile for the GPU finds type errors that
     the interpreter accepts, and compiler failures (an fp32 depthwise dgrad on the
     tensor-core kernel once failed to compile: K/g = 1 specialised to a constant).
     ``hopper``: the heuristics and launchers answer as on an sm_90 GPU (the warp-specialized
-    wgrad, kernels/wgrad_ws.py, runs only there)."""
+    wgrad, kernels/wgrad_ws.py, runs only there). ``config``: a config instead of the heuristics'."""
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
     import tileconv.kernels.wgrad_halo as wgrad_halo
@@ -195,14 +196,14 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     if hopper:
         saved_hopper, launch._is_hopper = launch._is_hopper, lambda: True
         try:
-            return inspect_backward(gradient, case_name, int64, algorithm, dtype)
+            return inspect_backward(gradient, case_name, int64, algorithm, dtype, config=config)
         finally:
             launch._is_hopper = saved_hopper
 
     case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
     problem = case.problem(dtype, "nhwc", "none", batch=2)
     algorithm = algorithm or choose_backward_algorithm(problem)
-    config = default_backward_config(problem, algorithm, gradient)
+    config = config or default_backward_config(problem, algorithm, gradient)
     inputs = random_inputs(problem, "cpu", seed=0)
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
     # Every kernel the backward modules launch is recorded, not run (the split sums, the plane
@@ -316,6 +317,7 @@ BACKWARD_CASES = [
     ("wgrad", "convnext dw7x7 c96 hw56"),  # the depthwise wgrad's row tiles (filters wider than 3)
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
+WGRAD_WS_1X1 = BackwardConfig(128, 128, 64, 0, 4, 6, ws=1)  # (the heuristics give 1x1 wgrads the Triton kernel)
 PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem; the halo
 # wgrad (Gluon, a GPU's default for these; the CPU's dispatch cannot pick it) in both index
@@ -365,6 +367,9 @@ def main() -> int:
     rows += [inspect_backward("wgrad", case, int64, "implicit_gemm", dtype, hopper=True)
              for case, dtype in (("r50 c256 hw14 k256 3x3/1", torch.float16), ("r50 c512 hw7 k512 3x3/1", torch.bfloat16))
              for int64 in (False, True)]
+    # Its 1x1 stride-1 form: the input by TMA too (a one-warp loader).
+    rows += [inspect_backward("wgrad", "r50 c1024 hw14 k512 1x1/1", int64, "implicit_gemm", hopper=True,
+                              config=WGRAD_WS_1X1) for int64 in (False, True)]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0

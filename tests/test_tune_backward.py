@@ -48,6 +48,29 @@ def test_candidates_start_from_the_heuristics_and_never_repeat(problem, algorith
     assert len(tb.backward_candidates(problem, algorithm, gradient, limit=2)) == 2
 
 
+def test_a_hopper_1x1_wgrad_takes_the_ws_kernel_with_its_input_by_tma(monkeypatch):
+    """On Hopper (the machine check stubbed: this runs anywhere) a 16-bit channels_last 1x1
+    stride-1 unpadded wgrad gets the warp-specialized kernel's TMA-fed 64x128 eight-stage
+    tile, its tuning races the TMA tiles; a strided 1x1 (its input gathered) keeps the
+    Triton kernel's tile, and a 3x3 the gathering ws tiles."""
+    import tileconv.kernels.wgrad_ws as wgrad_ws
+
+    monkeypatch.setattr(wgrad_ws, "_ws_machine_reason", lambda problem: None)
+    one = ConvProblem(n=32, c=1024, h=14, w=14, k=512, r=1, s=1, dtype=torch.float16, layout="nhwc")
+    assert wgrad_ws.input_is_pixel_matrix(one)
+    config = default_backward_config(one, "implicit_gemm", "wgrad")
+    assert (config.ws, config.block_m, config.block_n, config.block_k, config.num_stages) == (1, 64, 128, 64, 8)
+    ws_tiles = [c for c in tb.backward_candidates(one, "implicit_gemm", "wgrad") if c.ws]
+    assert BackwardConfig(64, 64, 64, 0, 4, 8, ws=1) in ws_tiles and all(c.num_stages >= 6 for c in ws_tiles)
+    strided = replace(one, stride=(2, 2))
+    assert not wgrad_ws.input_is_pixel_matrix(strided)
+    assert not default_backward_config(strided, "implicit_gemm", "wgrad").ws
+    assert not wgrad_ws.input_is_pixel_matrix(replace(one, padding=(1, 1)))
+    three = replace(one, r=3, s=3, padding=(1, 1))
+    assert default_backward_config(three, "implicit_gemm", "wgrad").ws
+    assert all(c.num_stages <= 6 for c in tb.backward_candidates(three, "implicit_gemm", "wgrad") if c.ws)
+
+
 BIG_DW = ConvProblem(n=2, c=64, h=28, w=28, k=64, r=7, s=7, padding=(3, 3), groups=64)  # 7x7: tap rows
 LARGE_DW = ConvProblem(n=1, c=8, h=16, w=16, k=8, r=9, s=9, padding=(4, 4), groups=8)  # Toeplitz: 81 taps, 16 wide
 

@@ -47,7 +47,7 @@ from ..kernels.launch import (
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_halo import MAX_ACCUMULATORS, fills_the_gpu, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
-from ..kernels.wgrad_ws import wgrad_ws_unsupported_reason
+from ..kernels.wgrad_ws import input_is_pixel_matrix, wgrad_ws_unsupported_reason
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -725,24 +725,35 @@ def _toeplitz_wgrad_config(problem: ConvProblem) -> BackwardConfig:
                           split_k=0, num_warps=warps, num_stages=1 if INTERPRET else 3)
 
 
-# The warp-specialized wgrad (kernels/wgrad_ws.py) from this many input channels: at C = 64
-# (ResNet-50's c64 hw56 3x3) its column tile is one tap's 64 channels, and the Triton kernel
-# won (H200: 48.7 against 51.4 us).
+# The warp-specialized wgrad (kernels/wgrad_ws.py) from this many input channels where it
+# gathers its input: at C = 64 (ResNet-50's c64 hw56 3x3) its column tile is one tap's 64
+# channels, and the Triton kernel won (H200: 48.7 against 51.4 us).
 WS_WGRAD_MIN_CHANNELS = 128
 
 
 def ws_wgrad_runs(problem: ConvProblem) -> bool:
     """Whether the warp-specialized wgrad can run ``problem`` (a Hopper GPU, 16-bit,
-    channels_last, groups 1) with channels enough for it to win."""
-    return problem.c >= WS_WGRAD_MIN_CHANNELS and wgrad_ws_unsupported_reason(problem) is None
+    channels_last, groups 1) and should: with its input by TMA (a 1x1 unpadded stride-1
+    filter: every ResNet-50 row of that kind, C = 64 included, went faster than the Triton
+    kernel), or gathering it from :data:`WS_WGRAD_MIN_CHANNELS` channels on a filter with taps."""
+    if wgrad_ws_unsupported_reason(problem) is not None:
+        return False
+    if input_is_pixel_matrix(problem):
+        return True
+    return problem.r * problem.s > 1 and problem.c >= WS_WGRAD_MIN_CHANNELS
 
 
 def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
-    """The warp-specialized wgrad's tile: 128x128 (64 pixels a step, four stages, one
-    warpgroup) where the tiles leave room for splits in one wave; where 128x128 tiles alone
+    """The warp-specialized wgrad's tile. With the input by TMA (a 1x1 stride-1 filter): 64x128,
+    eight stages of 64 pixels (H200, session 39: the fastest of seven tiles on 10 of ResNet-50's
+    12 rows, within 3% on the other two; the one-wave split rule then gives c2048 hw7 k512's 128
+    tiles one split and no partial sums). Gathering it: 128x128 (64 pixels a step, four stages,
+    one warpgroup) where the tiles leave room for splits in one wave; where 128x128 tiles alone
     pass half the SMs (ResNet-50's c512 rows: 144 tiles), 256x128 on two warpgroups, 32 pixels
     a step over six stages (its 72 tiles one wave; H200: c512 hw7 3x3 42.0 against 55.2 us).
     Split-K is left to the launcher (one wave)."""
+    if input_is_pixel_matrix(problem):
+        return BackwardConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=8, ws=1)
     tiles = cdiv(problem.k, 128) * (problem.c * problem.r * problem.s // 128)
     if tiles >= 66:
         return BackwardConfig(block_m=256, block_n=128, block_k=32, num_warps=8, num_stages=6, ws=1)
@@ -794,7 +805,7 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
         block_k = _pow2_between(problem.k_per_group, 16, 64 if wide else 32)
         return BackwardConfig(block_m=128, block_n=block_n, block_k=block_k,
                               num_warps=8 if block_n >= 128 else 4, num_stages=3 if not wide else 4)
-    if problem.r * problem.s > 1 and ws_wgrad_runs(problem):
+    if ws_wgrad_runs(problem):
         return ws_wgrad_config(problem)
     return triton_wgrad_config(problem)
 

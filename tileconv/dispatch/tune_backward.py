@@ -36,7 +36,7 @@ from ..kernels.backward import aten_convolution_backward
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
-from ..kernels.wgrad_ws import wgrad_ws_unsupported_reason
+from ..kernels.wgrad_ws import input_is_pixel_matrix, wgrad_ws_unsupported_reason
 from ..problem import ConvProblem, weight_gradient_layout
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
@@ -86,9 +86,7 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         # The warp-specialized kernel's tiles and the Triton kernel's, whichever the heuristics chose.
         # The small ones (two programs an SM) serve small gradients: more tiles need fewer
         # splits to fill the GPU, so fewer fp32 partial sums to write and add up.
-        for config in (ws_wgrad_config(problem), BackwardConfig(128, 128, 64, 0, 4, 4, ws=1),
-                       BackwardConfig(256, 128, 32, 0, 8, 6, ws=1), BackwardConfig(128, 128, 64, 0, 8, 4, ws=1),
-                       BackwardConfig(64, 64, 64, 0, 4, 4, ws=1), BackwardConfig(64, 128, 64, 0, 4, 4, ws=1)):
+        for config in (ws_wgrad_config(problem), *_ws_wgrad_tiles(problem)):
             add(config)
         if base.ws:  # the Triton kernel's own tile, whose variants follow
             base = triton_wgrad_config(problem)
@@ -106,6 +104,19 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         add(replace(base, num_stages=4))
     add(replace(base, num_warps=8 if base.num_warps == 4 else 4))
     return variants[:limit]
+
+
+def _ws_wgrad_tiles(problem: ConvProblem) -> tuple[BackwardConfig, ...]:
+    """The warp-specialized wgrad's tiles raced beside its heuristics' own. With the input by
+    TMA (a 1x1 stride-1 filter, one-warp loader) deep rings of small tiles: 64x64 won c256 hw56
+    k64 and 128x128 at six stages came within 3% of 64x128 on two rows (H200, session 39).
+    Gathering the input: four stages (a 128-thread gather a stage), 256x128 on two warpgroups."""
+    if input_is_pixel_matrix(problem):
+        return (BackwardConfig(64, 64, 64, 0, 4, 8, ws=1), BackwardConfig(128, 128, 64, 0, 4, 6, ws=1),
+                BackwardConfig(64, 128, 32, 0, 4, 12, ws=1))
+    return (BackwardConfig(128, 128, 64, 0, 4, 4, ws=1), BackwardConfig(256, 128, 32, 0, 8, 6, ws=1),
+            BackwardConfig(128, 128, 64, 0, 8, 4, ws=1), BackwardConfig(64, 64, 64, 0, 4, 4, ws=1),
+            BackwardConfig(64, 128, 64, 0, 4, 4, ws=1))
 
 
 def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:

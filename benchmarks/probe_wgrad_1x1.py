@@ -1,0 +1,119 @@
+"""Probe: the warp-specialized wgrad on ResNet-50's stride-1 1x1 rows, with the input gathered by
+cp.async (as every other wgrad) or copied by TMA as the (N*H*W, C) matrix it is there
+(``wgrad_ws.X_BY_TMA``), at several tiles and ring depths, beside cuDNN's weight gradient.
+
+Each form is timed as a CUDA-graph replay of the launcher (the GEMM and, with splits, the split
+sums), rounds interleaved, with the bench's timer (cold L2); cuDNN's ``convolution_backward``
+(weight gradient only) the same way. Every output, NaN-poisoned first, is checked against the
+float64 product dy^T x.
+
+    python benchmarks/probe_wgrad_1x1.py --json OUT.json [--configs 128x128x64s6w4,...] [--rows c1024,c512 hw7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
+import tileconv.kernels.wgrad_ws as wgrad_ws  # noqa: E402
+from tileconv.bench.suites import get_suite  # noqa: E402
+from tileconv.bench.timing import bench_us  # noqa: E402
+from tileconv.kernels import BackwardConfig  # noqa: E402
+from tileconv.kernels.backward import aten_convolution_backward  # noqa: E402
+from tileconv.testing import compare, random_inputs, tolerance  # noqa: E402
+
+CONFIGS = "128x128x64s4w4,128x128x64s6w4"
+
+
+def _parse(text: str) -> list[BackwardConfig]:
+    """``BMxBNxBKsSTwNW[kSPLIT]`` items, comma-separated."""
+    configs = []
+    for item in text.split(","):
+        tile, _, rest = item.partition("s")
+        stages, _, rest = rest.partition("w")
+        warps, _, split = rest.partition("k")
+        bm, bn, bk = (int(v) for v in tile.split("x"))
+        configs.append(BackwardConfig(bm, bn, bk, int(split or 0), int(warps), int(stages), ws=1))
+    return configs
+
+
+def _label(config: BackwardConfig, tma: bool) -> str:
+    return (f"{config.block_m}x{config.block_n}x{config.block_k} s{config.num_stages} w{config.num_warps}"
+            + (f" k{config.split_k}" if config.split_k else "") + (" tma" if tma else " gather"))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--json")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--configs", default=CONFIGS)
+    p.add_argument("--forms", default="gather,tma", help="which input copies: gather, tma or both")
+    p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
+    args = p.parse_args()
+    torch.backends.cudnn.benchmark = True
+    configs = _parse(args.configs)
+    cases = [c for c in get_suite("resnet50") if c.r == 1 and c.stride == 1
+             and (not args.rows or any(part in c.name for part in args.rows.split(",")))]
+    rows = []
+    for case in cases:
+        problem = case.problem(torch.float16, "nhwc", "none", batch=32)
+        inputs = random_inputs(problem, "cuda", seed=39, draw_on_device=True)
+        x = inputs.x
+        grad = torch.randn(problem.output_shape, device="cuda", dtype=problem.dtype).contiguous(
+            memory_format=torch.channels_last)
+        ref = (grad.permute(0, 2, 3, 1).reshape(-1, problem.k).double().T
+               @ x.permute(0, 2, 3, 1).reshape(-1, problem.c).double()).reshape(problem.weight_shape)
+        tol = tolerance(problem, problem.gemm_m)
+        gw = torch.empty(problem.weight_shape, device="cuda", dtype=problem.dtype)
+        row = {"name": case.name, "forms": {}}
+        graphs = {}
+        for config in configs:
+            for tma in [form == "tma" for form in args.forms.split(",")]:
+                wgrad_ws.X_BY_TMA = tma
+                poisoned = torch.full_like(gw, float("nan"))
+                split = wgrad_ws.launch_wgrad_ws(problem, grad, x, poisoned, config)
+                torch.cuda.synchronize()
+                cmp = compare(poisoned, ref, tol)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    wgrad_ws.launch_wgrad_ws(problem, grad, x, gw, config)
+                key = _label(config, tma)
+                graphs[key] = graph
+                row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
+        wgrad_ws.X_BY_TMA = True
+
+        def cudnn(problem=problem, grad=grad, x=x, weight=inputs.weight):
+            return aten_convolution_backward(problem, grad, x, weight, False, True)
+
+        for _ in range(3):
+            cudnn()
+        torch.cuda.synchronize()
+        cudnn_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cudnn_graph):
+            cudnn()
+        row["cudnn_us"] = []
+        for _ in range(args.rounds):
+            row["cudnn_us"].append(bench_us(cudnn_graph.replay))
+            for key, graph in graphs.items():
+                row["forms"][key]["us"].append(bench_us(graph.replay))
+        row["cudnn_us"] = statistics.median(row["cudnn_us"])
+        for form in row["forms"].values():
+            form["us"] = statistics.median(form["us"])
+        rows.append(row)
+        print(f"{case.name:28s} cudnn {row['cudnn_us']:5.1f} "
+              + " ".join(f"[{k}]={v['us']:.1f}{'' if v['ok'] else '(WRONG)'}" for k, v in row["forms"].items()),
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
