@@ -317,7 +317,7 @@ BACKWARD_CASES = [
     ("wgrad", "convnext dw7x7 c96 hw56"),  # the depthwise wgrad's row tiles (filters wider than 3)
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
-WGRAD_WS_1X1 = BackwardConfig(128, 128, 64, 0, 4, 6, ws=1)  # (the heuristics give 1x1 wgrads the Triton kernel)
+WGRAD_WS_1X1 = BackwardConfig(64, 128, 64, 0, 4, 8, ws=2)  # the input by TMA (kernels.config.WS_TMA)
 PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem; the halo
 # wgrad (Gluon, a GPU's default for these; the CPU's dispatch cannot pick it) in both index

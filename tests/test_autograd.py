@@ -17,6 +17,7 @@ import torch.nn.functional as F
 import tileconv
 from tileconv.epilogue import Activation
 from tileconv.kernels import BackwardConfig, LaunchConfig
+from tileconv.kernels.config import WS_TMA
 from tileconv.testing import assert_conv_close, compare
 
 # Gradient tolerance (relative Frobenius error), by dtype. The backward (tileconv's dgrad and
@@ -383,9 +384,10 @@ HALO_WGRAD_CASES = [
 # The warp-specialized wgrad (Gluon for Hopper: skipped elsewhere). A 3x3 over ragged pixel
 # steps (13x10 outputs: steps cross rows and images) with three splits and K = 72 (a ragged
 # channel tile); stride 2 with dilation and uneven padding over 192 channels (a 128 tile halved
-# to 64, one tap a tile); 1x1s at stride 1 (the input by TMA: wgrad_ws.input_is_pixel_matrix);
-# 8 MMA warps and a deeper ring; tiles of
-# 256 channels; the pixels in one split (the last step past N*P*Q: dy's copy zero-fills it).
+# to 64, one tap a tile); 1x1s at stride 1, gathered (ws=1) and by TMA as a matrix (WS_TMA:
+# wgrad_ws.input_is_pixel_matrix); with WS_TMA, boxes of output rows for the rest; 8 MMA warps
+# and a deeper ring; tiles of 256 channels; the pixels in one split (the last step past N*P*Q:
+# dy's copy zero-fills it).
 WS_WGRAD_CASES = [
     ("ws_3x3_ragged_split3", ("ws_3x3", 2, 64, 13, 10, 72, 3, 3, 1, 1, 1, 1), torch.float16,
      BackwardConfig(64, 64, 32, split_k=3, num_warps=4, num_stages=3, ws=1)),
@@ -396,18 +398,26 @@ WS_WGRAD_CASES = [
     # The input by TMA (1x1, stride 1, unpadded): ragged K (72) and pixels (297, three splits),
     # C = 192 (a 128 tile halved to 64); one split written straight into a channels_last gradient.
     ("ws_1x1_tma_split3", ("ws_1x1t", 3, 192, 9, 11, 72, 1, 1, 1, 0, 1, 1), torch.float16,
-     BackwardConfig(64, 128, 64, split_k=3, num_warps=4, num_stages=8, ws=1)),
+     BackwardConfig(64, 128, 64, split_k=3, num_warps=4, num_stages=8, ws=WS_TMA)),
     ("ws_1x1_tma_direct_cl", ("ws_1x1c", 2, 64, 7, 7, 128, 1, 1, 1, 0, 1, 1), torch.bfloat16,
-     BackwardConfig(64, 64, 64, split_k=1, num_warps=4, num_stages=8, ws=1), "nhwc"),
+     BackwardConfig(64, 64, 64, split_k=1, num_warps=4, num_stages=8, ws=WS_TMA), "nhwc"),
+    # Boxes of output rows (wgrad_ws.input_by_tma): a 1x1 at stride 2 whose images merge (H even)
+    # and one whose do not (H odd); a dilated 3x3 whose taps reach 2 pixels past every edge.
+    ("ws_1x1_s2_merged", ("ws_1x1s2", 2, 128, 14, 10, 64, 1, 1, 2, 0, 1, 1), torch.float16,
+     BackwardConfig(64, 128, 64, split_k=2, num_warps=4, num_stages=8, ws=WS_TMA)),
+    ("ws_1x1_s2_odd", ("ws_1x1s2o", 2, 64, 9, 11, 128, 1, 1, 2, 0, 1, 1), torch.bfloat16,
+     BackwardConfig(128, 64, 32, split_k=1, num_warps=4, num_stages=6, ws=WS_TMA)),
+    ("ws_3x3_dil2", ("ws_3x3d", 2, 128, 11, 9, 64, 3, 3, 1, 2, 2, 1), torch.float16,
+     BackwardConfig(64, 128, 64, split_k=3, num_warps=4, num_stages=8, ws=WS_TMA)),
     ("ws_3x3_w8", ("ws_w8", 2, 128, 12, 12, 256, 3, 3, 1, 1, 1, 1), torch.bfloat16,
-     BackwardConfig(128, 128, 32, split_k=4, num_warps=8, num_stages=5, ws=1)),
+     BackwardConfig(128, 128, 32, split_k=4, num_warps=8, num_stages=5, ws=WS_TMA)),
     ("ws_5x5_wide", ("ws_5x5", 1, 256, 9, 9, 64, 5, 5, 1, 2, 1, 1), torch.float16,
-     BackwardConfig(64, 256, 64, split_k=1, num_warps=4, num_stages=2, ws=1)),
+     BackwardConfig(64, 256, 64, split_k=1, num_warps=4, num_stages=2, ws=WS_TMA)),
     # A channels_last weight: one split is written straight into its gradient; two are summed into it.
     ("ws_3x3_direct_cl", ("ws_cl", 2, 64, 13, 10, 72, 3, 3, 1, 1, 1, 1), torch.bfloat16,
      BackwardConfig(64, 64, 32, split_k=1, num_warps=4, num_stages=3, ws=1), "nhwc"),
     ("ws_3x3_split2_cl", ("ws_cl2", 2, 128, 9, 9, 128, 3, 3, 1, 1, 1, 1), torch.float16,
-     BackwardConfig(128, 128, 64, split_k=2, num_warps=4, num_stages=3, ws=1), "nhwc"),
+     BackwardConfig(128, 128, 64, split_k=2, num_warps=4, num_stages=3, ws=WS_TMA), "nhwc"),
 ]
 
 
@@ -430,20 +440,6 @@ def test_ws_wgrad_matches_float64(case, device: str, seed: int):
                                                               weight_layout=(weight_layout or ["nchw"])[0])
     _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})",
                     algo="implicit_gemm", wgrad_config=config)
-
-
-def test_ws_wgrad_1x1_gathers_an_input_view():
-    """A 1x1 stride-1 input that is a sliced view (not the dense pixel matrix the TMA loader
-    reads) is gathered instead, with the same result."""
-    reason = _ws_wgrad_reason()
-    if reason is not None:
-        pytest.skip(f"wgrad ws: {reason}")
-    problem, x, weight, grad, want_x, want_w = _backward_case(("ws_1x1_view", 2, 64, 6, 9, 64, 1, 1, 1, 0, 1, 1),
-                                                              torch.float16, "nhwc", "cuda", 39, view=True)
-    grad = grad.contiguous(memory_format=torch.channels_last)  # dy dense: the ws kernel runs (else the Triton one)
-    assert not x.permute(0, 2, 3, 1).is_contiguous()
-    _check_backward(problem, x, weight, grad, want_x, want_w, "ws 1x1 input view", algo="implicit_gemm",
-                    wgrad_config=BackwardConfig(64, 64, 64, split_k=2, num_warps=4, num_stages=8, ws=1))
 
 
 def test_ws_wgrad_refuses_what_it_cannot_run():

@@ -96,9 +96,9 @@ def test_fast_paths_use_hopper_instructions():
             assert row["FFMA"] > 0 and row["HGMMA"] == 0, where
         if row["kernel"] == "conv2d_wgrad_depthwise_toeplitz_kernel":  # tensor cores (mma.sync at these tiles)
             assert row["HMMA"] + row["HGMMA"] > 0, "no tensor-core instructions: " + where
-        if row["kernel"] == "conv2d_wgrad_ws_kernel":  # dy by TMA, the input by 16-byte cp.async, wgmma
+        if row["kernel"] == "conv2d_wgrad_ws_kernel":  # dy by TMA, the input by 16-byte cp.async or TMA, wgmma
             assert row["HGMMA"] > 0 and row["UTMALDG"] > 0, where
-            if "1x1/1" in row["case"]:  # the input by TMA too (wgrad_ws.input_is_pixel_matrix): no gather
+            if row["config"].endswith(" tma"):  # the input by TMA too (kernels.config.WS_TMA): no gather
                 assert row["LDGSTS"] == 0, where
             else:
                 assert row["LDGSTS.128"] == row["LDGSTS"] > 0, where

@@ -48,27 +48,35 @@ def test_candidates_start_from_the_heuristics_and_never_repeat(problem, algorith
     assert len(tb.backward_candidates(problem, algorithm, gradient, limit=2)) == 2
 
 
-def test_a_hopper_1x1_wgrad_takes_the_ws_kernel_with_its_input_by_tma(monkeypatch):
-    """On Hopper (the machine check stubbed: this runs anywhere) a 16-bit channels_last 1x1
-    stride-1 unpadded wgrad gets the warp-specialized kernel's TMA-fed 64x128 eight-stage
-    tile, its tuning races the TMA tiles; a strided 1x1 (its input gathered) keeps the
-    Triton kernel's tile, and a 3x3 the gathering ws tiles."""
+def test_hopper_wgrads_take_the_ws_kernel_and_its_input_by_tma_where_it_won(monkeypatch):
+    """On Hopper (the machine check stubbed: this runs anywhere) ResNet-50's fp16 channels_last
+    wgrads get the warp-specialized kernel's tiles that won them (heuristics.ws_wgrad_config):
+    the input by TMA as a matrix (1x1 stride 1) or in boxes of rows (a strided 1x1, a stride-1
+    3x3), gathered where that was faster (K = 64, 144 tiles) or the copy engine cannot place a
+    strided tap; tuning races both copies where both can run."""
     import tileconv.kernels.wgrad_ws as wgrad_ws
+    from tileconv.kernels.config import WS_GATHER, WS_TMA
 
     monkeypatch.setattr(wgrad_ws, "_ws_machine_reason", lambda problem: None)
-    one = ConvProblem(n=32, c=1024, h=14, w=14, k=512, r=1, s=1, dtype=torch.float16, layout="nhwc")
-    assert wgrad_ws.input_is_pixel_matrix(one)
-    config = default_backward_config(one, "implicit_gemm", "wgrad")
-    assert (config.ws, config.block_m, config.block_n, config.block_k, config.num_stages) == (1, 64, 128, 64, 8)
-    ws_tiles = [c for c in tb.backward_candidates(one, "implicit_gemm", "wgrad") if c.ws]
-    assert BackwardConfig(64, 64, 64, 0, 4, 8, ws=1) in ws_tiles and all(c.num_stages >= 6 for c in ws_tiles)
-    strided = replace(one, stride=(2, 2))
-    assert not wgrad_ws.input_is_pixel_matrix(strided)
-    assert not default_backward_config(strided, "implicit_gemm", "wgrad").ws
-    assert not wgrad_ws.input_is_pixel_matrix(replace(one, padding=(1, 1)))
-    three = replace(one, r=3, s=3, padding=(1, 1))
-    assert default_backward_config(three, "implicit_gemm", "wgrad").ws
-    assert all(c.num_stages <= 6 for c in tb.backward_candidates(three, "implicit_gemm", "wgrad") if c.ws)
+
+    def chosen(**kw):
+        problem = ConvProblem(n=32, c=1024, h=14, w=14, k=512, r=1, s=1, dtype=torch.float16, layout="nhwc")
+        c = default_backward_config(replace(problem, **kw), "implicit_gemm", "wgrad")
+        return c.block_m, c.block_n, c.block_k, c.num_stages, c.ws
+
+    assert chosen() == (64, 128, 64, 8, WS_TMA)  # the pixel matrix
+    assert chosen(stride=(2, 2)) == (128, 128, 64, 6, WS_TMA)
+    assert chosen(r=3, s=3, padding=(1, 1), c=128, k=128, h=28, w=28) == (128, 128, 64, 6, WS_TMA)
+    assert chosen(r=3, s=3, padding=(1, 1), c=64, k=64, h=56, w=56) == (64, 128, 64, 8, WS_GATHER)
+    assert chosen(r=3, s=3, padding=(1, 1), c=512, k=512, h=7, w=7) == (256, 128, 32, 6, WS_GATHER)
+    assert chosen(r=3, s=3, padding=(1, 1), stride=(2, 2), c=256, k=256, h=28, w=28)[-1] == WS_GATHER
+    three = ConvProblem(n=32, c=128, h=28, w=28, k=128, r=3, s=3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
+    assert wgrad_ws.input_by_tma(three) and not wgrad_ws.input_is_pixel_matrix(three)
+    copies = {c.ws for c in tb.backward_candidates(three, "implicit_gemm", "wgrad") if c.ws}
+    assert copies == {WS_GATHER, WS_TMA}
+    strided = replace(three, stride=(2, 2))
+    assert not wgrad_ws.input_by_tma(strided)
+    assert {c.ws for c in tb.backward_candidates(strided, "implicit_gemm", "wgrad") if c.ws} == {WS_GATHER}
 
 
 BIG_DW = ConvProblem(n=2, c=64, h=28, w=28, k=64, r=7, s=7, padding=(3, 3), groups=64)  # 7x7: tap rows

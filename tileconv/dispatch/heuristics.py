@@ -14,6 +14,7 @@ import triton
 from .._runtime import INTERPRET, cdiv, pow2_at_least
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.backward import BACKWARD_ALGORITHMS
+from ..kernels.config import WS_GATHER, WS_TMA
 from ..kernels.ladder import LADDER, ladder_config
 from ..kernels.launch import (
     GROUPED_HALO_WALKERS,
@@ -47,7 +48,7 @@ from ..kernels.launch import (
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_halo import MAX_ACCUMULATORS, fills_the_gpu, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
-from ..kernels.wgrad_ws import input_is_pixel_matrix, wgrad_ws_unsupported_reason
+from ..kernels.wgrad_ws import input_by_tma, input_is_pixel_matrix, wgrad_ws_unsupported_reason
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -725,39 +726,50 @@ def _toeplitz_wgrad_config(problem: ConvProblem) -> BackwardConfig:
                           split_k=0, num_warps=warps, num_stages=1 if INTERPRET else 3)
 
 
-# The warp-specialized wgrad (kernels/wgrad_ws.py) from this many input channels where it
-# gathers its input: at C = 64 (ResNet-50's c64 hw56 3x3) its column tile is one tap's 64
-# channels, and the Triton kernel won (H200: 48.7 against 51.4 us).
+# The warp-specialized wgrad (kernels/wgrad_ws.py) gathering its input, on a strided filter with
+# taps, from this many input channels: at C = 64 (ResNet-50's c64 hw56 3x3) a four-stage ring
+# lost to the Triton kernel (H200: 51.4 against 48.7 us).
 WS_WGRAD_MIN_CHANNELS = 128
 
 
 def ws_wgrad_runs(problem: ConvProblem) -> bool:
     """Whether the warp-specialized wgrad can run ``problem`` (a Hopper GPU, 16-bit,
-    channels_last, groups 1) and should: with its input by TMA (a 1x1 unpadded stride-1
-    filter: every ResNet-50 row of that kind, C = 64 included, went faster than the Triton
-    kernel), or gathering it from :data:`WS_WGRAD_MIN_CHANNELS` channels on a filter with taps."""
+    channels_last, groups 1) and should: wherever the copy engine could read its input
+    (:func:`~tileconv.kernels.wgrad_ws.input_by_tma`: stride 1, or a 1x1 unpadded filter;
+    every such ResNet-50 row went faster than on the Triton kernel, H200, session 39), and
+    on strided filters with taps from :data:`WS_WGRAD_MIN_CHANNELS` channels."""
     if wgrad_ws_unsupported_reason(problem) is not None:
         return False
-    if input_is_pixel_matrix(problem):
-        return True
-    return problem.r * problem.s > 1 and problem.c >= WS_WGRAD_MIN_CHANNELS
+    return input_by_tma(problem) or (problem.r * problem.s > 1 and problem.c >= WS_WGRAD_MIN_CHANNELS)
 
 
 def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
-    """The warp-specialized wgrad's tile. With the input by TMA (a 1x1 stride-1 filter): 64x128,
-    eight stages of 64 pixels (H200, session 39: the fastest of seven tiles on 10 of ResNet-50's
-    12 rows, within 3% on the other two; the one-wave split rule then gives c2048 hw7 k512's 128
-    tiles one split and no partial sums). Gathering it: 128x128 (64 pixels a step, four stages,
-    one warpgroup) where the tiles leave room for splits in one wave; where 128x128 tiles alone
-    pass half the SMs (ResNet-50's c512 rows: 144 tiles), 256x128 on two warpgroups, 32 pixels
-    a step over six stages (its 72 tiles one wave; H200: c512 hw7 3x3 42.0 against 55.2 us).
-    Split-K is left to the launcher (one wave)."""
+    """The warp-specialized wgrad's tile, as measured on ResNet-50's rows (H200, session 39,
+    ``benchmarks/probe_wgrad_tma.py``; split-K is left to the launcher: one wave):
+
+    - a 1x1 stride-1 filter (the input a matrix): 64x128, eight stages of 64 pixels, the input
+      by TMA (the fastest of seven tiles on 10 of 12 rows, within 3% on the other two);
+    - a 1x1 strided one: 128x128, six stages, the input by TMA in boxes of output rows (c1024
+      hw14 k2048/2 19.5 us against 28.7 gathered at 256x128);
+    - K <= 64 (c64 hw56 3x3): 64x128, eight stages, gathered (30.3 us; 128-row tiles are half
+      empty, 55; boxes of rows 38.0);
+    - 128x128 tiles past half the SMs (c512 hw7 3x3: 144): 256x128 on two warpgroups, 32 pixels
+      a step over six stages, gathered (29.4 us, 31.9 by TMA);
+    - other stride-1 filters: 128x128, six stages, by TMA (c128 hw28 3x3 24.1 us, c256 hw14 3x3
+      26.4); strided ones: 128x128, four stages, gathered."""
+    tma_rows = BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=6, ws=WS_TMA)
     if input_is_pixel_matrix(problem):
-        return BackwardConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=8, ws=1)
+        return BackwardConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=8, ws=WS_TMA)
+    if problem.r * problem.s == 1 and input_by_tma(problem):
+        return tma_rows
+    if problem.k <= 64:
+        return BackwardConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=8, ws=WS_GATHER)
     tiles = cdiv(problem.k, 128) * (problem.c * problem.r * problem.s // 128)
     if tiles >= 66:
-        return BackwardConfig(block_m=256, block_n=128, block_k=32, num_warps=8, num_stages=6, ws=1)
-    return BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, ws=1)
+        return BackwardConfig(block_m=256, block_n=128, block_k=32, num_warps=8, num_stages=6, ws=WS_GATHER)
+    if input_by_tma(problem):
+        return tma_rows
+    return BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, ws=WS_GATHER)
 
 
 def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:

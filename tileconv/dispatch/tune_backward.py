@@ -33,10 +33,11 @@ import torch
 
 from ..kernels import BackwardConfig, get_backward_algorithm
 from ..kernels.backward import aten_convolution_backward
+from ..kernels.config import WS_GATHER, WS_TMA
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
-from ..kernels.wgrad_ws import input_is_pixel_matrix, wgrad_ws_unsupported_reason
+from ..kernels.wgrad_ws import input_by_tma, input_is_pixel_matrix, wgrad_ws_unsupported_reason
 from ..problem import ConvProblem, weight_gradient_layout
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
@@ -107,16 +108,21 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
 
 
 def _ws_wgrad_tiles(problem: ConvProblem) -> tuple[BackwardConfig, ...]:
-    """The warp-specialized wgrad's tiles raced beside its heuristics' own. With the input by
-    TMA (a 1x1 stride-1 filter, one-warp loader) deep rings of small tiles: 64x64 won c256 hw56
-    k64 and 128x128 at six stages came within 3% of 64x128 on two rows (H200, session 39).
-    Gathering the input: four stages (a 128-thread gather a stage), 256x128 on two warpgroups."""
+    """The warp-specialized wgrad's tiles raced beside its heuristics' own (H200, session 39:
+    ``heuristics.ws_wgrad_config`` has the measurements). A 1x1 stride-1 filter (the input by
+    TMA as a matrix): deep rings of small tiles (64x64 won c256 hw56 k64). Where the input could
+    come by TMA in boxes of rows: both copies at the tiles that won one of ResNet-50's rows.
+    Gathering only: four stages at four tile shapes, and eight at 64x128."""
+    def ws(block_m, block_n, block_k, warps, stages, copy):
+        return BackwardConfig(block_m, block_n, block_k, 0, warps, stages, ws=copy)
+
     if input_is_pixel_matrix(problem):
-        return (BackwardConfig(64, 64, 64, 0, 4, 8, ws=1), BackwardConfig(128, 128, 64, 0, 4, 6, ws=1),
-                BackwardConfig(64, 128, 32, 0, 4, 12, ws=1))
-    return (BackwardConfig(128, 128, 64, 0, 4, 4, ws=1), BackwardConfig(256, 128, 32, 0, 8, 6, ws=1),
-            BackwardConfig(128, 128, 64, 0, 8, 4, ws=1), BackwardConfig(64, 64, 64, 0, 4, 4, ws=1),
-            BackwardConfig(64, 128, 64, 0, 4, 4, ws=1))
+        return ws(64, 64, 64, 4, 8, WS_TMA), ws(128, 128, 64, 4, 6, WS_TMA), ws(64, 128, 32, 4, 12, WS_TMA)
+    if input_by_tma(problem):
+        return (ws(128, 128, 64, 4, 6, WS_TMA), ws(64, 128, 64, 4, 8, WS_GATHER), ws(64, 128, 64, 4, 8, WS_TMA),
+                ws(128, 128, 64, 4, 6, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER), ws(128, 128, 64, 4, 4, WS_TMA))
+    return (ws(128, 128, 64, 4, 4, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER), ws(128, 128, 64, 8, 4, WS_GATHER),
+            ws(64, 64, 64, 4, 4, WS_GATHER), ws(64, 128, 64, 4, 4, WS_GATHER), ws(64, 128, 64, 4, 8, WS_GATHER))
 
 
 def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:

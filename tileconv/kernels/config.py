@@ -48,6 +48,10 @@ class LaunchConfig:
         )
 
 
+WS_GATHER = 1  # BackwardConfig.ws: the warp-specialized wgrad, its input gathered by cp.async
+WS_TMA = 2  # ... its input copied by TMA where wgrad_ws.input_by_tma allows
+
+
 @dataclass(frozen=True)
 class BackwardConfig:
     """Tile sizes of one backward launch (dgrad or wgrad).
@@ -56,7 +60,9 @@ class BackwardConfig:
     channels per reduction step. wgrad: ``block_m`` output channels x ``block_n`` filter
     columns (r, s, c), ``block_k`` pixels per reduction step; ``split_k`` programs share
     the N*P*Q reduction (1: none; 0: the launcher decides from the problem's size);
-    ``ws``: wgrad on the warp-specialized Hopper kernel (:mod:`tileconv.kernels.wgrad_ws`).
+    ``ws``: wgrad on the warp-specialized Hopper kernel (:mod:`tileconv.kernels.wgrad_ws`),
+    :data:`WS_GATHER` (1) gathering its input, :data:`WS_TMA` (2) copying it by TMA where
+    ``wgrad_ws.input_by_tma`` allows (gathering it elsewhere).
     Depthwise kernels: ``block_m`` pixels x ``block_n`` channels. ``tap_rows``: the halo
     wgrad's filter rows a program (0: all of them).
     """
@@ -77,7 +83,7 @@ class BackwardConfig:
         split = "auto" if self.split_k == 0 else str(self.split_k)
         rows = f" tap-rows {self.tap_rows}" if self.tap_rows else ""
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} s{self.num_stages} "
-                f"split-k {split}{rows}{' ws' if self.ws else ''}")
+                f"split-k {split}{rows}{' ws' if self.ws else ''}{' tma' if self.ws == WS_TMA else ''}")
 
     @classmethod
     def from_dict(cls, data: dict) -> BackwardConfig:

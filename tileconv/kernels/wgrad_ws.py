@@ -11,6 +11,12 @@ the reduction over the N*P*Q output pixels, split-K partial sums summed by
   gradient is one) and gathers the input tile of the program's one filter tap (BLOCK_K
   pixels x BLOCK_N channels: 16-byte cp.async copies, zero-filled in the padding). Each
   lane's pixels are decoded once and advanced with carries (no division in the loop).
+- or, with ``config.ws`` = :data:`~.config.WS_TMA` where :func:`input_by_tma` allows, a
+  **one-warp TMA loader**: the input copied by TMA as dy is, either as the (N*H*W, C) matrix
+  of a 1x1 stride-1 problem's output pixels, or in boxes of whole output rows (dy as
+  (N, P, Q, K), the input as (N, H, W, C) shifted by the column tile's tap, or as the strided
+  view x[:, ::U, ::V] of a 1x1 filter), the padding and ragged box edges the copy engine's
+  zero fill. No gather, no proxy fence before the wgmma.
 - the **MMA partition** (``num_warps`` warps) waits for each stage and issues the
   asynchronous wgmma with both operands in shared memory: dy's tile read transposed
   (channels x pixels) and the input tile as it lies (pixels x channels). Both operands have
@@ -28,6 +34,8 @@ for sm_90 (``benchmarks/sass.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -43,8 +51,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTen
 
 from .._runtime import INT32_LIMIT, cdiv, sm_count
 from ..problem import ConvProblem
-from .common import advance_pixels, output_pixels, pixel_steps
-from .config import BackwardConfig, needs_int64
+from .common import advance_pixels, output_pixels, pixel_steps, tile_origin
+from .config import WS_TMA, BackwardConfig, needs_int64
 from .fast_launch import launch
 from .launch import (
     _GLUON_DTYPES,
@@ -52,7 +60,9 @@ from .launch import (
     WS_LOADER_WARPS,
     WS_MAX_REGS,
     WS_TMA_LOADER_REGS,
+    _merged_images,
     _ws_machine_reason,
+    box_columns,
     describable,
     ws_block_k,
 )
@@ -112,12 +122,18 @@ def _wgrad_loader(
 
 
 @gluon.jit
-def _wgrad_tma_loader(dy_desc, x_desc, a_bufs, b_bufs, ready, empty, start, steps, k0, c0,
-                      BLOCK_K: gl.constexpr):
-    """Fill the ring by bulk copies only (one warp; a 1x1 unpadded stride-1 problem, whose
-    input is the (N*H*W, C) matrix of its output pixels): for each pixel step, dy's
-    [BLOCK_K, BLOCK_M] box at (pixel, ``k0``) and the input's [BLOCK_K, BLOCK_N] box at (pixel,
-    ``c0``), both counted on the stage's mbarrier (pixels past the last: the engine's zero fill)."""
+def _wgrad_tma_loader(dy_desc, x_desc, a_bufs, b_bufs, ready, empty, start, steps, k0, c0, dh, dw, PI, Q,
+                      BLOCK_K: gl.constexpr, BOX_Q: gl.constexpr):
+    """Fill the ring by bulk copies only (one warp), dy's box and the input's into each stage,
+    both counted on its mbarrier; pixels outside either tensor are the engine's zero fill (on
+    dy's side they make the product zero). BOX_Q = 0 (a 1x1 unpadded stride-1 problem, whose
+    input is the (N*H*W, C) matrix of its output pixels): a step is BLOCK_K consecutive pixels
+    from pixel ``start``, dy's [BLOCK_K, BLOCK_M] box at (pixel, ``k0``), the input's
+    [BLOCK_K, BLOCK_N] at (pixel, ``c0``). BOX_Q > 0: step t is box t of dy's pixel grid (PI
+    rows of Q pixels an image, :func:`~.common.tile_origin`), BLOCK_K // BOX_Q output rows of
+    BOX_Q pixels, from dy as (N, P, Q, K) and from the input view as (N, H, W, C) (stride 1) or
+    x[:, ::U, ::V] (a 1x1 unpadded filter), the tap's offset (``dh``, ``dw``) added to its rows
+    and columns (the padding: coordinates outside it)."""
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     nbytes: gl.constexpr = dy_desc.block_type.nbytes + x_desc.block_type.nbytes
     for i in range(steps):
@@ -125,8 +141,17 @@ def _wgrad_tma_loader(dy_desc, x_desc, a_bufs, b_bufs, ready, empty, start, step
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)  # the MMA warps are done with it
         bar = ready.index(stage)
         mbarrier.expect(bar, nbytes)
-        tma.async_copy_global_to_shared(dy_desc, [start + i * BLOCK_K, k0], bar, a_bufs.index(stage))
-        tma.async_copy_global_to_shared(x_desc, [start + i * BLOCK_K, c0], bar, b_bufs.index(stage))
+        if BOX_Q == 0:
+            tma.async_copy_global_to_shared(dy_desc, [start + i * BLOCK_K, k0], bar, a_bufs.index(stage))
+            tma.async_copy_global_to_shared(x_desc, [start + i * BLOCK_K, c0], bar, b_bufs.index(stage))
+        else:
+            # A box lands in the stage's 2D buffer as the same bytes: the shared layout's swizzle
+            # follows a row's place in the buffer (the box's rows flattened), not the box's shape.
+            img, row, col = tile_origin(start // BLOCK_K + i, PI, Q, BLOCK_K, BOX_Q)
+            dy_box = a_bufs.index(stage)._reinterpret(dy_desc.dtype, dy_desc.block_type.shape, dy_desc.layout)
+            x_box = b_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
+            tma.async_copy_global_to_shared(dy_desc, [img, row, col, k0], bar, dy_box)
+            tma.async_copy_global_to_shared(x_desc, [img, row + dh, col + dw, c0], bar, x_box)
 
 
 @gluon.jit
@@ -161,24 +186,28 @@ def _wgrad_mma(
 
 @gluon.jit
 def conv2d_wgrad_ws_kernel(
-    dy_desc,  # TensorDescriptor over dy as (N*P*Q, K), block (BLOCK_K, BLOCK_M)
-    x_desc,  # None, or (X_TMA) a TensorDescriptor over the input as (N*H*W, C), block (BLOCK_K, BLOCK_N)
+    dy_desc,  # TensorDescriptor over dy as (N*P*Q, K), block (BLOCK_K, BLOCK_M); (BOX_Q) as (N, P, Q, K)
+    x_desc,  # None, or (X_TMA) a TensorDescriptor over the input as (N*H*W, C), block (BLOCK_K, BLOCK_N);
+             # (BOX_Q) over the input's view as 4D (the loader's docstring), block (1, BLOCK_K // BOX_Q, BOX_Q, BLOCK_N)
     x_ptr,  # input, channels contiguous (channels_last), through stride_xn, stride_xh, stride_xw
     ws_ptr,  # [SPLIT, K, C*R*S] fp32 partial sums, columns t = (r, s, c), or the gradient itself (written)
-    L, H, W, P, Q, C, K,  # L = N*P*Q pixels
+    L, H, W, P, Q, C, K,  # L = N*P*Q pixels; (BOX_Q) BLOCK_K x the boxes of dy's pixel grid
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_xn, stride_xh, stride_xw,
     stride_os, stride_ok, stride_ot,
     S, CHUNK, TILES,  # CHUNK: pixels a split, a multiple of BLOCK_K; TILES: K/BLOCK_M x C*R*S/BLOCK_N tiles
+    PI,  # (BOX_Q) the box grid's rows an image: P, or N*P where images merge (a 1x1 filter)
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr,
     STAGES: gl.constexpr, LOADER_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,
     NUM_WARPS: gl.constexpr, INT64: gl.constexpr,
-    X_TMA: gl.constexpr,  # the input by bulk copies (1x1, unpadded, stride 1: the launcher's choice)
+    X_TMA: gl.constexpr,  # the input by bulk copies (the launcher's choice: :func:`input_by_tma`)
+    BOX_Q: gl.constexpr,  # 0: pixel steps of BLOCK_K consecutive pixels; else boxes of BOX_Q columns (X_TMA)
 ):
     dtype: gl.constexpr = dy_desc.dtype
     VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
+    a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_K, BLOCK_M], dtype)  # (the host's 2D dy)
     b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_K, BLOCK_N], dtype)
-    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_M], dy_desc.layout)
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_M], a_layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_K, BLOCK_N], b_layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -199,10 +228,16 @@ def conv2d_wgrad_ws_kernel(
     if INT64:  # (start stays 32-bit: the copy engine's coordinates are; the launcher's condition)
         split = split.to(gl.int64)
     if X_TMA:
+        tap = col0 // C  # the column tile's filter tap (r, s) and first channel
+        c0 = col0 - tap * C
+        r = tap // S
+        dh = r * dil_h - pad_h
+        dw = (tap - r * S) * dil_w - pad_w
         gl.warp_specialize([
             (_wgrad_mma, (a_bufs, b_bufs, ready, empty, ws_ptr, K, steps, split, k0, col0,
                           stride_os, stride_ok, stride_ot, BLOCK_M, BLOCK_N, NUM_WARPS, X_TMA)),
-            (_wgrad_tma_loader, (dy_desc, x_desc, a_bufs, b_bufs, ready, empty, start, steps, k0, col0, BLOCK_K)),
+            (_wgrad_tma_loader, (dy_desc, x_desc, a_bufs, b_bufs, ready, empty, start, steps, k0, c0, dh, dw, PI,
+                                 Q, BLOCK_K, BOX_Q)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
@@ -241,7 +276,13 @@ def wgrad_ws_unsupported_reason(problem: ConvProblem) -> str | None:
     return None
 
 
-X_BY_TMA = True  # the input of a 1x1 unpadded stride-1 problem by bulk copies (probes compare both)
+def input_by_tma(problem: ConvProblem) -> bool:
+    """Whether the loader can copy ``problem``'s input (dense channels_last) by TMA instead of
+    gathering it: as the pixel matrix (:func:`input_is_pixel_matrix`), or in boxes of output
+    rows, each tap's box the output pixels' shifted by its offset (stride 1; the padding is
+    what lies outside the input, which the copy engine fills with zeros), or of the strided
+    view x[:, ::U, ::V] (a 1x1 unpadded filter, any stride)."""
+    return problem.stride == (1, 1) or (problem.r == 1 and problem.s == 1 and problem.is_unpadded)
 
 
 def input_is_pixel_matrix(problem: ConvProblem) -> bool:
@@ -250,6 +291,51 @@ def input_is_pixel_matrix(problem: ConvProblem) -> bool:
     then copies it by TMA as it does dy, instead of gathering it (H200, ResNet-50's twelve
     stride-1 1x1 rows, session 39: 1.01x-1.87x faster than the gather at the same tile, four tiles)."""
     return problem.r == 1 and problem.s == 1 and problem.stride == (1, 1) and problem.is_unpadded
+
+
+@dataclass(frozen=True)
+class _TmaOperands:
+    """The ws wgrad's operand copies (:func:`_tma_operands`)."""
+    dy: GluonTensorDescriptor  # dy as (N*P*Q, K), or (box_q) (N, P, Q, K) / merged (1, N*P, Q, K)
+    x: GluonTensorDescriptor | None  # the input's, or None: gathered
+    box_q: int  # 0: steps of block_k consecutive pixels; else boxes of this many output columns
+    grid_rows: int  # (box_q) the box grid's rows an image (common.tile_origin's PI)
+    reduction: int  # the pixels the kernel steps through: N*P*Q, or block_k x the boxes
+
+
+def _tma_operands(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, config: BackwardConfig, block_n: int,
+                  dtype) -> _TmaOperands | None:
+    """dy's and the input's descriptors where the loader copies both by TMA (``config.ws`` =
+    :data:`~.config.WS_TMA` and :func:`input_by_tma`), else None. The pixel matrix: both as matrices, steps of ``block_k`` pixels. Otherwise dy as
+    (N, P, Q, K) and the input as (N, H, W, C) or the strided view (N, P, Q, C), read in boxes
+    of ``block_k // box_q`` output rows of ``box_q`` columns (the output width rounded up to a
+    power of two, at most ``block_k``: ragged boxes compute zeros); a 1x1's images merge into
+    one of N*P rows (no tap reaches across them)."""
+    dy4d, x4d = grad.permute(0, 2, 3, 1), x.permute(0, 2, 3, 1)
+    if not (config.ws == WS_TMA and input_by_tma(problem) and x4d.is_contiguous()):
+        return None
+
+    def describe(t: torch.Tensor, block: list[int]) -> GluonTensorDescriptor:
+        return GluonTensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
+
+    if input_is_pixel_matrix(problem):
+        return _TmaOperands(describe(dy4d.reshape(problem.gemm_m, problem.k), [config.block_k, config.block_m]),
+                            describe(x4d.reshape(problem.gemm_m, problem.c), [config.block_k, block_n]),
+                            0, 1, problem.gemm_m)
+    if problem.stride != (1, 1):
+        x4d = x4d[:, ::problem.stride[0], ::problem.stride[1], :]
+    if problem.r == problem.s == 1:
+        merged = _merged_images(dy4d), _merged_images(x4d)
+        if None not in merged:
+            dy4d, x4d = merged
+    box_q = box_columns(problem.out_w, config.block_k)
+    box = [1, config.block_k // box_q, box_q]
+    images, rows = dy4d.shape[0], dy4d.shape[1]
+    reduction = images * cdiv(rows, box[1]) * cdiv(problem.out_w, box_q) * config.block_k
+    if reduction >= INT32_LIMIT:  # (the kernel's pixel offsets are 32-bit)
+        return None
+    return _TmaOperands(describe(dy4d, [*box, config.block_m]), describe(x4d, [*box, block_n]), box_q, rows,
+                        reduction)
 
 
 def ws_resident(config: BackwardConfig) -> int:
@@ -296,26 +382,24 @@ def launch_wgrad_ws(
     block_n = ws_block_k(problem, min(config.block_n, 256))  # channels of one tap: halved until it divides C
     columns = problem.c * problem.r * problem.s
     tiles = cdiv(problem.k, config.block_m) * (columns // block_n)
-    split = ws_split(problem.gemm_m, config.block_k, tiles, sm_count(grad.device) * ws_resident(config),
-                     config.split_k)
-    chunk, split = _chunk(problem.gemm_m, split, config.block_k)
     dtype = _GLUON_DTYPES[problem.dtype]
-    dy_block = [config.block_k, config.block_m]
-    dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
-    x_desc = None
-    if X_BY_TMA and input_is_pixel_matrix(problem) and x.permute(0, 2, 3, 1).is_contiguous():
-        x_block = [config.block_k, block_n]  # (the kernel's input buffers take this layout either way)
-        x_desc = GluonTensorDescriptor.from_tensor(x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c), x_block,
-                                                   gl.NVMMASharedLayout.get_default_for(x_block, dtype))
+    copies = _tma_operands(problem, grad, x, config, block_n, dtype)
+    if copies is None:  # the input gathered: dy by TMA as the (N*P*Q, K) matrix
+        dy_block = [config.block_k, config.block_m]
+        dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
+        copies = _TmaOperands(dy_desc, None, 0, 1, problem.gemm_m)
+    split = ws_split(copies.reduction, config.block_k, tiles, sm_count(grad.device) * ws_resident(config),
+                     config.split_k)
+    chunk, split = _chunk(copies.reduction, split, config.block_k)
     out, out_strides, summed = split_output(problem, grad_weight, split)
     launch(conv2d_wgrad_ws_kernel, (tiles * split,),
-           dy_desc, x_desc, x, out, problem.gemm_m, problem.h, problem.w, problem.out_h, problem.out_w, problem.c, problem.k,
-           problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
+           copies.dy, copies.x, x, out, copies.reduction, problem.h, problem.w, problem.out_h, problem.out_w,
+           problem.c, problem.k, problem.stride[0], problem.stride[1], problem.padding[0], problem.padding[1],
            problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3), *out_strides,
-           problem.s, chunk, tiles,
+           problem.s, chunk, tiles, copies.grid_rows,
            BLOCK_M=config.block_m, BLOCK_N=block_n, BLOCK_K=config.block_k, STAGES=config.num_stages,
-           LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_TMA_LOADER_REGS if x_desc is not None else WS_LOADER_REGS,
-           NUM_WARPS=config.num_warps, INT64=needs_int64(problem), X_TMA=x_desc is not None,
+           LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_TMA_LOADER_REGS if copies.x is not None else WS_LOADER_REGS,
+           NUM_WARPS=config.num_warps, INT64=needs_int64(problem), X_TMA=copies.x is not None, BOX_Q=copies.box_q,
            num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
     if summed:
         sum_splits(problem, out, grad_weight, split)

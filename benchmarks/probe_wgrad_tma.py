@@ -1,13 +1,15 @@
-"""Probe: the warp-specialized wgrad on ResNet-50's stride-1 1x1 rows, with the input gathered by
-cp.async (as every other wgrad) or copied by TMA as the (N*H*W, C) matrix it is there
-(``wgrad_ws.X_BY_TMA``), at several tiles and ring depths, beside cuDNN's weight gradient.
+"""Probe: the warp-specialized wgrad on ResNet-50's rows, with the input gathered by cp.async or
+copied by TMA where ``wgrad_ws.input_by_tma`` allows (``ws`` = ``WS_GATHER`` or ``WS_TMA``: the
+(N*H*W, C) matrix of a 1x1 stride-1 problem, boxes of output rows otherwise), at several tiles and ring
+depths, beside cuDNN's weight gradient.
 
 Each form is timed as a CUDA-graph replay of the launcher (the GEMM and, with splits, the split
 sums), rounds interleaved, with the bench's timer (cold L2); cuDNN's ``convolution_backward``
 (weight gradient only) the same way. Every output, NaN-poisoned first, is checked against the
-float64 product dy^T x.
+float64 product dy^T x (1x1 stride 1) or PyTorch's float64 convolution_backward on the CPU.
 
-    python benchmarks/probe_wgrad_1x1.py --json OUT.json [--configs 128x128x64s6w4,...] [--rows c1024,c512 hw7]
+    python benchmarks/probe_wgrad_tma.py --json OUT.json [--configs 128x128x64s6w4,...] [--rows c1024,c512 hw7]
+        [--forms gather,tma] [--all]     # --all: every row the TMA can take (default: the stride-1 1x1 rows)
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import os
 import statistics
 import sys
+from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -27,13 +30,15 @@ from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.bench.timing import bench_us  # noqa: E402
 from tileconv.kernels import BackwardConfig  # noqa: E402
 from tileconv.kernels.backward import aten_convolution_backward  # noqa: E402
+from tileconv.kernels.config import WS_GATHER, WS_TMA  # noqa: E402
+from tileconv.problem import weight_gradient_layout  # noqa: E402
 from tileconv.testing import compare, random_inputs, tolerance  # noqa: E402
 
 CONFIGS = "128x128x64s4w4,128x128x64s6w4"
 
 
 def _parse(text: str) -> list[BackwardConfig]:
-    """``BMxBNxBKsSTwNW[kSPLIT]`` items, comma-separated."""
+    """``BMxBNxBKsSTwNW[kSPLIT]`` items, comma-separated (the input's copy: ``--forms``)."""
     configs = []
     for item in text.split(","):
         tile, _, rest = item.partition("s")
@@ -56,11 +61,16 @@ def main():
     p.add_argument("--configs", default=CONFIGS)
     p.add_argument("--forms", default="gather,tma", help="which input copies: gather, tma or both")
     p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
+    p.add_argument("--all", action="store_true", help="every row whose input the TMA can copy")
     args = p.parse_args()
     torch.backends.cudnn.benchmark = True
     configs = _parse(args.configs)
-    cases = [c for c in get_suite("resnet50") if c.r == 1 and c.stride == 1
-             and (not args.rows or any(part in c.name for part in args.rows.split(",")))]
+    def wanted(case):
+        problem = case.problem(torch.float16, "nhwc", "none", batch=32)
+        kind = wgrad_ws.input_by_tma(problem) if args.all else wgrad_ws.input_is_pixel_matrix(problem)
+        return kind and (not args.rows or any(part in case.name for part in args.rows.split(",")))
+
+    cases = [c for c in get_suite("resnet50") if wanted(c)]
     rows = []
     for case in cases:
         problem = case.problem(torch.float16, "nhwc", "none", batch=32)
@@ -68,15 +78,21 @@ def main():
         x = inputs.x
         grad = torch.randn(problem.output_shape, device="cuda", dtype=problem.dtype).contiguous(
             memory_format=torch.channels_last)
-        ref = (grad.permute(0, 2, 3, 1).reshape(-1, problem.k).double().T
-               @ x.permute(0, 2, 3, 1).reshape(-1, problem.c).double()).reshape(problem.weight_shape)
+        if wgrad_ws.input_is_pixel_matrix(problem):
+            ref = (grad.permute(0, 2, 3, 1).reshape(-1, problem.k).double().T
+                   @ x.permute(0, 2, 3, 1).reshape(-1, problem.c).double()).reshape(problem.weight_shape)
+        else:
+            ref = aten_convolution_backward(problem, grad.cpu().double(), x.cpu().double(),
+                                            inputs.weight.cpu().double(), False, True)[1]
         tol = tolerance(problem, problem.gemm_m)
         gw = torch.empty(problem.weight_shape, device="cuda", dtype=problem.dtype)
+        if weight_gradient_layout(problem, inputs.weight) == "nhwc":  # the library's (and cuDNN's) choice
+            gw = gw.contiguous(memory_format=torch.channels_last)
         row = {"name": case.name, "forms": {}}
         graphs = {}
-        for config in configs:
+        for tile in configs:
             for tma in [form == "tma" for form in args.forms.split(",")]:
-                wgrad_ws.X_BY_TMA = tma
+                config = replace(tile, ws=WS_TMA if tma else WS_GATHER)
                 poisoned = torch.full_like(gw, float("nan"))
                 split = wgrad_ws.launch_wgrad_ws(problem, grad, x, poisoned, config)
                 torch.cuda.synchronize()
@@ -87,7 +103,6 @@ def main():
                 key = _label(config, tma)
                 graphs[key] = graph
                 row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
-        wgrad_ws.X_BY_TMA = True
 
         def cudnn(problem=problem, grad=grad, x=x, weight=inputs.weight):
             return aten_convolution_backward(problem, grad, x, weight, False, True)
