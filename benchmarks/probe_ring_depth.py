@@ -110,20 +110,35 @@ def main():
             with torch.cuda.graph(graph):
                 launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
             graphs[_label(config)] = graph
-        for _ in range(args.rounds):
-            row["cudnn_us"].append(bench_us(lambda: F.conv2d(x, w)))  # noqa: B023 - called here
-            for key, graph in graphs.items():
-                row["configs"][key]["us"].append(bench_us(graph.replay))
-        row["cudnn_us"] = statistics.median(row["cudnn_us"])
-        for v in row["configs"].values():
-            v["us"] = statistics.median(v["us"])
+        row["cudnn_us"], times = time_interleaved(lambda: F.conv2d(x, w), graphs, args.rounds)  # noqa: B023
+        for key, us in times.items():
+            row["configs"][key]["us"] = us
         rows.append(row)
-        print(row["name"], f"cudnn {row['cudnn_us']:.1f}",
-              " ".join(f"{k}={v['us']:.1f}{'' if v['ok'] else '(WRONG)'}" for k, v in row["configs"].items()),
-              flush=True)
+        report(row["name"], row["cudnn_us"], row["configs"])
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+        write_rows(args.json, rows)
+
+
+def time_interleaved(peer, graphs: dict, rounds: int) -> tuple[float, dict[str, float]]:
+    """Microseconds, the median of ``rounds`` interleaved rounds (the bench's timer, cold L2):
+    ``peer()`` (cuDNN), then each of ``graphs``' replays, by key."""
+    peer_us, times = [], {key: [] for key in graphs}
+    for _ in range(rounds):
+        peer_us.append(bench_us(peer))
+        for key, graph in graphs.items():
+            times[key].append(bench_us(graph.replay))
+    return statistics.median(peer_us), {key: statistics.median(v) for key, v in times.items()}
+
+
+def report(name: str, cudnn_us: float, forms: dict) -> None:
+    """One row's line: cuDNN's time, then each form's (``us``), flagged where its output was wrong."""
+    print(f"{name:28s} cudnn {cudnn_us:5.1f} "
+          + " ".join(f"[{k}]={v['us']:.1f}{'' if v['ok'] else '(WRONG)'}" for k, v in forms.items()), flush=True)
+
+
+def write_rows(path: str, rows: list) -> None:
+    with open(path, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -15,19 +15,18 @@ float64 product dy^T x (1x1 stride 1) or PyTorch's float64 convolution_backward 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import sys
 from dataclasses import replace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (probe_ring_depth's timing helpers)
 
 import torch  # noqa: E402
+from probe_ring_depth import report, time_interleaved, write_rows  # noqa: E402
 
 import tileconv.kernels.wgrad_ws as wgrad_ws  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
-from tileconv.bench.timing import bench_us  # noqa: E402
 from tileconv.kernels import BackwardConfig  # noqa: E402
 from tileconv.kernels.backward import aten_convolution_backward  # noqa: E402
 from tileconv.kernels.config import WS_GATHER, WS_TMA  # noqa: E402
@@ -113,21 +112,13 @@ def main():
         cudnn_graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(cudnn_graph):
             cudnn()
-        row["cudnn_us"] = []
-        for _ in range(args.rounds):
-            row["cudnn_us"].append(bench_us(cudnn_graph.replay))
-            for key, graph in graphs.items():
-                row["forms"][key]["us"].append(bench_us(graph.replay))
-        row["cudnn_us"] = statistics.median(row["cudnn_us"])
-        for form in row["forms"].values():
-            form["us"] = statistics.median(form["us"])
+        row["cudnn_us"], times = time_interleaved(cudnn_graph.replay, graphs, args.rounds)
+        for key, us in times.items():
+            row["forms"][key]["us"] = us
         rows.append(row)
-        print(f"{case.name:28s} cudnn {row['cudnn_us']:5.1f} "
-              + " ".join(f"[{k}]={v['us']:.1f}{'' if v['ok'] else '(WRONG)'}" for k, v in row["forms"].items()),
-              flush=True)
+        report(case.name, row["cudnn_us"], row["forms"])
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+        write_rows(args.json, rows)
 
 
 if __name__ == "__main__":

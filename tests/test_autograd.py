@@ -402,11 +402,13 @@ WS_WGRAD_CASES = [
     ("ws_1x1_tma_direct_cl", ("ws_1x1c", 2, 64, 7, 7, 128, 1, 1, 1, 0, 1, 1), torch.bfloat16,
      BackwardConfig(64, 64, 64, split_k=1, num_warps=4, num_stages=8, ws=WS_TMA), "nhwc"),
     # Boxes of output rows (wgrad_ws.input_by_tma): a 1x1 at stride 2 whose images merge (H even)
-    # and one whose do not (H odd); a dilated 3x3 whose taps reach 2 pixels past every edge.
+    # and one whose do not (H odd); a padded 1x1; a dilated 3x3 whose taps reach 2 pixels past every edge.
     ("ws_1x1_s2_merged", ("ws_1x1s2", 2, 128, 14, 10, 64, 1, 1, 2, 0, 1, 1), torch.float16,
      BackwardConfig(64, 128, 64, split_k=2, num_warps=4, num_stages=8, ws=WS_TMA)),
     ("ws_1x1_s2_odd", ("ws_1x1s2o", 2, 64, 9, 11, 128, 1, 1, 2, 0, 1, 1), torch.bfloat16,
      BackwardConfig(128, 64, 32, split_k=1, num_warps=4, num_stages=6, ws=WS_TMA)),
+    ("ws_1x1_padded", ("ws_1x1p", 2, 64, 6, 7, 64, 1, 1, 1, 1, 1, 1), torch.float16,  # (its images stay apart)
+     BackwardConfig(64, 64, 64, split_k=2, num_warps=4, num_stages=8, ws=WS_TMA)),
     ("ws_3x3_dil2", ("ws_3x3d", 2, 128, 11, 9, 64, 3, 3, 1, 2, 2, 1), torch.float16,
      BackwardConfig(64, 128, 64, split_k=3, num_warps=4, num_stages=8, ws=WS_TMA)),
     ("ws_3x3_w8", ("ws_w8", 2, 128, 12, 12, 256, 3, 3, 1, 1, 1, 1), torch.bfloat16,

@@ -287,8 +287,8 @@ def input_by_tma(problem: ConvProblem) -> bool:
 
 def input_is_pixel_matrix(problem: ConvProblem) -> bool:
     """Whether a dense channels_last input of ``problem`` is the (N*H*W, C) matrix of its output
-    pixels, row m the input of output pixel m (a 1x1 filter, stride 1, no padding): the loader
-    then copies it by TMA as it does dy, instead of gathering it (H200, ResNet-50's twelve
+    pixels, row m the input of output pixel m (a 1x1 filter, stride 1, no padding): with
+    :data:`~.config.WS_TMA` the loader copies it by TMA as it does dy (H200, ResNet-50's twelve
     stride-1 1x1 rows, session 39: 1.01x-1.87x faster than the gather at the same tile, four tiles)."""
     return problem.r == 1 and problem.s == 1 and problem.stride == (1, 1) and problem.is_unpadded
 
@@ -306,11 +306,12 @@ class _TmaOperands:
 def _tma_operands(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, config: BackwardConfig, block_n: int,
                   dtype) -> _TmaOperands | None:
     """dy's and the input's descriptors where the loader copies both by TMA (``config.ws`` =
-    :data:`~.config.WS_TMA` and :func:`input_by_tma`), else None. The pixel matrix: both as matrices, steps of ``block_k`` pixels. Otherwise dy as
-    (N, P, Q, K) and the input as (N, H, W, C) or the strided view (N, P, Q, C), read in boxes
-    of ``block_k // box_q`` output rows of ``box_q`` columns (the output width rounded up to a
-    power of two, at most ``block_k``: ragged boxes compute zeros); a 1x1's images merge into
-    one of N*P rows (no tap reaches across them)."""
+    :data:`~.config.WS_TMA` and :func:`input_by_tma`), else None. The pixel matrix: both as
+    matrices, steps of ``block_k`` pixels. Otherwise dy as (N, P, Q, K) and the input as
+    (N, H, W, C) or the strided view (N, P, Q, C), read in boxes of ``block_k // box_q`` output
+    rows of ``box_q`` columns (the output width rounded up to a power of two, at most
+    ``block_k``: ragged boxes compute zeros); an unpadded 1x1's images merge into one of N*P
+    rows (its input rows are its output rows, and no tap reaches across an image's edge)."""
     dy4d, x4d = grad.permute(0, 2, 3, 1), x.permute(0, 2, 3, 1)
     if not (config.ws == WS_TMA and input_by_tma(problem) and x4d.is_contiguous()):
         return None
@@ -324,7 +325,7 @@ def _tma_operands(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, con
                             0, 1, problem.gemm_m)
     if problem.stride != (1, 1):
         x4d = x4d[:, ::problem.stride[0], ::problem.stride[1], :]
-    if problem.r == problem.s == 1:
+    if problem.r == problem.s == 1 and problem.is_unpadded:  # (a padded 1x1's rows are not the input's)
         merged = _merged_images(dy4d), _merged_images(x4d)
         if None not in merged:
             dy4d, x4d = merged
@@ -364,7 +365,8 @@ def launch_wgrad_ws(
     """``grad_weight`` (K, C, R, S) = wgrad of ``grad`` and ``x`` on :func:`conv2d_wgrad_ws_kernel`:
     ``config.block_m`` output channels x ``block_n`` channels of one tap a tile, ``block_k``
     pixels a step through a ring of ``num_stages``, ``num_warps`` MMA warps, ``split_k``
-    splits of the pixels (0: :func:`ws_split`, one wave of programs). A gradient or
+    splits of the pixels (0: :func:`ws_split`, one wave of programs), ``config.ws``
+    :data:`~.config.WS_TMA`: the input by TMA where :func:`input_by_tma` allows. A gradient or
     input that the copy engine cannot address as it needs (not dense channels_last, a sliced
     view) runs on the implicit_gemm wgrad instead, with the same result."""
     reason = wgrad_ws_unsupported_reason(problem)
