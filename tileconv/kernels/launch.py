@@ -212,16 +212,32 @@ def _gemm_1x1_views(problem: ConvProblem, x: torch.Tensor, out: torch.Tensor, co
         return _GemmViews(x.permute(0, 2, 3, 1).reshape(problem.gemm_m, problem.c), [config.block_m, config.block_k],
                           out4d.reshape(problem.gemm_m, problem.k) if channels_last else None,
                           [config.block_m, config.block_n], 0, problem.gemm_m, cdiv(problem.gemm_m, config.block_m))
-    box_q = box_columns(problem.out_w, config.block_m)
-    box_h = config.block_m // box_q
-    a = x.permute(0, 2, 3, 1)[:, ::problem.stride[0], ::problem.stride[1], :]  # (N, P, Q, C)
-    merged_a, merged_out = _merged_images(a), _merged_images(out4d)
-    if merged_a is not None and merged_out is not None:
-        a, out4d = merged_a, merged_out
+    a, out4d = strided_pixel_views(problem, x, out4d)
     images, rows = a.shape[0], a.shape[1]
+    box_q, box_h, boxes = pixel_boxes(images, rows, problem.out_w, config.block_m)
     return _GemmViews(a, [1, box_h, box_q, config.block_k], out4d if channels_last else None,
-                      [1, box_h, box_q, config.block_n], box_q, rows,
-                      images * cdiv(rows, box_h) * cdiv(problem.out_w, box_q))  # common.tile_origin's grid
+                      [1, box_h, box_q, config.block_n], box_q, rows, boxes)
+
+
+def strided_pixel_views(problem: ConvProblem, x: torch.Tensor, other4d: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """An unpadded 1x1 problem's input as the strided view x[:, ::U, ::V], (N, P, Q, C), and
+    ``other4d`` (N, P, Q, *: the output, or dy), both as one image of N*P rows where both allow
+    (:func:`_merged_images`): the tensors the boxes of the 1x1 kernels and the wgrad read."""
+    a = x.permute(0, 2, 3, 1)[:, ::problem.stride[0], ::problem.stride[1], :]
+    merged_a, merged_other = _merged_images(a), _merged_images(other4d)
+    if merged_a is not None and merged_other is not None:
+        return merged_a, merged_other
+    return a, other4d
+
+
+def pixel_boxes(images: int, rows: int, out_w: int, pixels: int) -> tuple[int, int, int]:
+    """(box_q, box_h, boxes): boxes of ``pixels`` output pixels, ``box_h`` rows of ``box_q``
+    columns (:func:`box_columns`), over ``images`` of ``rows`` output rows ``out_w`` wide, and how
+    many there are (common.tile_origin's grid)."""
+    box_q = box_columns(out_w, pixels)
+    box_h = pixels // box_q
+    return box_q, box_h, images * cdiv(rows, box_h) * cdiv(out_w, box_q)
 
 
 def launch_gemm_1x1(

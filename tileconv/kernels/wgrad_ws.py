@@ -60,10 +60,12 @@ from .launch import (
     WS_LOADER_WARPS,
     WS_MAX_REGS,
     WS_TMA_LOADER_REGS,
-    _merged_images,
+    _plain_gemm_reason,
+    _unpadded_1x1_reason,
     _ws_machine_reason,
-    box_columns,
     describable,
+    pixel_boxes,
+    strided_pixel_views,
     ws_block_k,
 )
 from .wgrad import _chunk, launch_wgrad_implicit_gemm, split_output, sum_splits
@@ -72,24 +74,20 @@ from .wgrad import _chunk, launch_wgrad_implicit_gemm, split_output, sum_splits
 @gluon.jit
 def _wgrad_loader(
     dy_desc, x_ptr, a_bufs, b_bufs, ready, empty,
-    L, H, W, P, Q, C, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S,
+    L, H, W, P, Q, stride_h, stride_w, dh, dw,
     stride_xn, stride_xh, stride_xw,
-    start, steps, k0, col0,
+    start, steps, k0, c0,
     BLOCK_K: gl.constexpr, BLOCK_N: gl.constexpr, VEC: gl.constexpr, LOADER_WARPS: gl.constexpr,
     INT64: gl.constexpr,
 ):
     """Fill the ring with the program's ``steps`` pixel steps from pixel ``start``: dy's
-    [BLOCK_K, BLOCK_M] box at (pixel, ``k0``) by TMA, the input's pixels of tap (r, s) and
-    channels ``c0`` onwards by cp.async, where column ``col0`` = (r*S + s)*C + c0."""
+    [BLOCK_K, BLOCK_M] box at (pixel, ``k0``) by TMA, the input's pixels of the column tile's
+    tap, at (``dh``, ``dw``) from each output pixel's (p*U, q*V), channels ``c0`` onwards by cp.async."""
     # Four threads along a row of the input tile, BLOCK_N / 4 channels (several 16-byte copies) each:
     # a row's pixel arithmetic, which every thread on the row repeats, is then shared by few threads
     # (sixteen threads a row of 128 channels: 359 sm_90 SASS instructions a loader step; four: 131).
     layout: gl.constexpr = gl.BlockedLayout([1, BLOCK_N // 4], [8, 4], [LOADER_WARPS, 1], [1, 0])
     STAGES: gl.constexpr = a_bufs.type.shape[0]
-    tap = col0 // C
-    c0 = col0 - tap * C
-    r = tap // S
-    s = tap - r * S
     offs_pix = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(1, layout))
     offs_c = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
     m = start + offs_pix
@@ -98,9 +96,6 @@ def _wgrad_loader(
     # Each lane's pixel (n, p, q), decoded once, then moved BLOCK_K pixels a step with carries.
     n, p, q, _, _ = output_pixels(m, P, Q, 1, 1, 0, 0)
     step_n, step_p, step_q = pixel_steps(BLOCK_K, P, Q)
-    # The tap's place in the input, relative to each pixel's (p*U - pad_h, q*V - pad_w).
-    dh = r * dil_h - pad_h
-    dw = s * dil_w - pad_w
     chan_ptrs = x_ptr + c0 + offs_c
     for i in range(steps):
         ih = p * stride_h + dh
@@ -227,12 +222,12 @@ def conv2d_wgrad_ws_kernel(
     steps = gl.cdiv(gl.minimum(CHUNK, L - start), BLOCK_K)
     if INT64:  # (start stays 32-bit: the copy engine's coordinates are; the launcher's condition)
         split = split.to(gl.int64)
+    tap = col0 // C  # the column tile's filter tap (r, s) and first channel
+    c0 = col0 - tap * C
+    r = tap // S
+    dh = r * dil_h - pad_h  # the tap's place in the input, from each output pixel's (p*U, q*V)
+    dw = (tap - r * S) * dil_w - pad_w
     if X_TMA:
-        tap = col0 // C  # the column tile's filter tap (r, s) and first channel
-        c0 = col0 - tap * C
-        r = tap // S
-        dh = r * dil_h - pad_h
-        dw = (tap - r * S) * dil_w - pad_w
         gl.warp_specialize([
             (_wgrad_mma, (a_bufs, b_bufs, ready, empty, ws_ptr, K, steps, split, k0, col0,
                           stride_os, stride_ok, stride_ot, BLOCK_M, BLOCK_N, NUM_WARPS, X_TMA)),
@@ -243,9 +238,9 @@ def conv2d_wgrad_ws_kernel(
         gl.warp_specialize([
             (_wgrad_mma, (a_bufs, b_bufs, ready, empty, ws_ptr, K, steps, split, k0, col0,
                           stride_os, stride_ok, stride_ot, BLOCK_M, BLOCK_N, NUM_WARPS, X_TMA)),
-            (_wgrad_loader, (dy_desc, x_ptr, a_bufs, b_bufs, ready, empty, L, H, W, P, Q, C,
-                             stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, S, stride_xn, stride_xh, stride_xw,
-                             start, steps, k0, col0, BLOCK_K, BLOCK_N, VEC, LOADER_WARPS, INT64)),
+            (_wgrad_loader, (dy_desc, x_ptr, a_bufs, b_bufs, ready, empty, L, H, W, P, Q, stride_h, stride_w, dh, dw,
+                             stride_xn, stride_xh, stride_xw, start, steps, k0, c0, BLOCK_K, BLOCK_N, VEC,
+                             LOADER_WARPS, INT64)),
         ], [LOADER_WARPS], [LOADER_REGS])
 
 
@@ -282,7 +277,7 @@ def input_by_tma(problem: ConvProblem) -> bool:
     rows, each tap's box the output pixels' shifted by its offset (stride 1; the padding is
     what lies outside the input, which the copy engine fills with zeros), or of the strided
     view x[:, ::U, ::V] (a 1x1 unpadded filter, any stride)."""
-    return problem.stride == (1, 1) or (problem.r == 1 and problem.s == 1 and problem.is_unpadded)
+    return problem.stride == (1, 1) or _unpadded_1x1_reason(problem) is None
 
 
 def input_is_pixel_matrix(problem: ConvProblem) -> bool:
@@ -290,7 +285,7 @@ def input_is_pixel_matrix(problem: ConvProblem) -> bool:
     pixels, row m the input of output pixel m (a 1x1 filter, stride 1, no padding): with
     :data:`~.config.WS_TMA` the loader copies it by TMA as it does dy (H200, ResNet-50's twelve
     stride-1 1x1 rows, session 39: 1.01x-1.87x faster than the gather at the same tile, four tiles)."""
-    return problem.r == 1 and problem.s == 1 and problem.stride == (1, 1) and problem.is_unpadded
+    return _plain_gemm_reason(problem) is None
 
 
 @dataclass(frozen=True)
@@ -323,20 +318,14 @@ def _tma_operands(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, con
         return _TmaOperands(describe(dy4d.reshape(problem.gemm_m, problem.k), [config.block_k, config.block_m]),
                             describe(x4d.reshape(problem.gemm_m, problem.c), [config.block_k, block_n]),
                             0, 1, problem.gemm_m)
-    if problem.stride != (1, 1):
-        x4d = x4d[:, ::problem.stride[0], ::problem.stride[1], :]
-    if problem.r == problem.s == 1 and problem.is_unpadded:  # (a padded 1x1's rows are not the input's)
-        merged = _merged_images(dy4d), _merged_images(x4d)
-        if None not in merged:
-            dy4d, x4d = merged
-    box_q = box_columns(problem.out_w, config.block_k)
-    box = [1, config.block_k // box_q, box_q]
+    if _unpadded_1x1_reason(problem) is None:  # a strided 1x1 (a padded 1x1's rows are not the input's)
+        x4d, dy4d = strided_pixel_views(problem, x, dy4d)
     images, rows = dy4d.shape[0], dy4d.shape[1]
-    reduction = images * cdiv(rows, box[1]) * cdiv(problem.out_w, box_q) * config.block_k
-    if reduction >= INT32_LIMIT:  # (the kernel's pixel offsets are 32-bit)
+    box_q, box_h, boxes = pixel_boxes(images, rows, problem.out_w, config.block_k)
+    if boxes * config.block_k >= INT32_LIMIT:  # (the kernel's pixel offsets are 32-bit)
         return None
-    return _TmaOperands(describe(dy4d, [*box, config.block_m]), describe(x4d, [*box, block_n]), box_q, rows,
-                        reduction)
+    return _TmaOperands(describe(dy4d, [1, box_h, box_q, config.block_m]),
+                        describe(x4d, [1, box_h, box_q, block_n]), box_q, rows, boxes * config.block_k)
 
 
 def ws_resident(config: BackwardConfig) -> int:
