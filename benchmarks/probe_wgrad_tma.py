@@ -10,6 +10,7 @@ float64 product dy^T x (1x1 stride 1) or PyTorch's float64 convolution_backward 
 
     python benchmarks/probe_wgrad_tma.py --json OUT.json [--configs 128x128x64s6w4,...] [--rows c1024,c512 hw7]
         [--forms gather,tma] [--all]     # --all: every row the TMA can take (default: the stride-1 1x1 rows)
+        [--every] [--heuristics]         # every row the ws wgrad runs; each row's heuristics tile
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from probe_ring_depth import report, time_interleaved, write_rows  # noqa: E402
 
 import tileconv.kernels.wgrad_ws as wgrad_ws  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
+from tileconv.dispatch.heuristics import ws_wgrad_config, ws_wgrad_runs  # noqa: E402
 from tileconv.kernels import BackwardConfig  # noqa: E402
 from tileconv.kernels.backward import aten_convolution_backward  # noqa: E402
 from tileconv.kernels.config import WS_GATHER, WS_TMA  # noqa: E402
@@ -61,12 +63,17 @@ def main():
     p.add_argument("--forms", default="gather,tma", help="which input copies: gather, tma or both")
     p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
     p.add_argument("--all", action="store_true", help="every row whose input the TMA can copy")
+    p.add_argument("--every", action="store_true", help="every row the ws wgrad runs (gathered where TMA cannot)")
+    p.add_argument("--heuristics", action="store_true", help="each row's heuristics tile instead of --configs")
     args = p.parse_args()
     torch.backends.cudnn.benchmark = True
     configs = _parse(args.configs)
     def wanted(case):
         problem = case.problem(torch.float16, "nhwc", "none", batch=32)
-        kind = wgrad_ws.input_by_tma(problem) if args.all else wgrad_ws.input_is_pixel_matrix(problem)
+        if args.every:
+            kind = ws_wgrad_runs(problem)
+        else:
+            kind = wgrad_ws.input_by_tma(problem) if args.all else wgrad_ws.input_is_pixel_matrix(problem)
         return kind and (not args.rows or any(part in case.name for part in args.rows.split(",")))
 
     cases = [c for c in get_suite("resnet50") if wanted(c)]
@@ -89,19 +96,20 @@ def main():
             gw = gw.contiguous(memory_format=torch.channels_last)
         row = {"name": case.name, "forms": {}}
         graphs = {}
-        for tile in configs:
-            for tma in [form == "tma" for form in args.forms.split(",")]:
-                config = replace(tile, ws=WS_TMA if tma else WS_GATHER)
-                poisoned = torch.full_like(gw, float("nan"))
-                split = wgrad_ws.launch_wgrad_ws(problem, grad, x, poisoned, config)
-                torch.cuda.synchronize()
-                cmp = compare(poisoned, ref, tol)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    wgrad_ws.launch_wgrad_ws(problem, grad, x, gw, config)
-                key = _label(config, tma)
-                graphs[key] = graph
-                row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
+        forms = ([(ws_wgrad_config(problem), ws_wgrad_config(problem).ws == WS_TMA)] if args.heuristics else
+                 [(replace(tile, ws=WS_TMA if tma else WS_GATHER), tma)
+                  for tile in configs for tma in [form == "tma" for form in args.forms.split(",")]])
+        for config, tma in forms:
+            poisoned = torch.full_like(gw, float("nan"))
+            split = wgrad_ws.launch_wgrad_ws(problem, grad, x, poisoned, config)
+            torch.cuda.synchronize()
+            cmp = compare(poisoned, ref, tol)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                wgrad_ws.launch_wgrad_ws(problem, grad, x, gw, config)
+            key = _label(config, tma)
+            graphs[key] = graph
+            row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
 
         def cudnn(problem=problem, grad=grad, x=x, weight=inputs.weight):
             return aten_convolution_backward(problem, grad, x, weight, False, True)

@@ -39,7 +39,7 @@ from tileconv.kernels import BackwardConfig, LaunchConfig  # noqa: E402
 from tileconv.testing import random_inputs  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
-TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.int32: "i32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
@@ -187,6 +187,7 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     wgrad, kernels/wgrad_ws.py, runs only there). ``config``: a config instead of the heuristics'."""
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
+    import tileconv.kernels.wgrad_columns as wgrad_columns
     import tileconv.kernels.wgrad_halo as wgrad_halo
     import tileconv.kernels.wgrad_toeplitz as wgrad_toeplitz
     import tileconv.kernels.wgrad_ws as wgrad_ws
@@ -208,7 +209,7 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
     # Every kernel the backward modules launch is recorded, not run (the split sums, the plane
     # copies); the gradient's own kernel, conv2d_<gradient>_..., is compiled.
-    modules = (dgrad, wgrad, wgrad_halo, wgrad_toeplitz, wgrad_ws, launch)  # (launch: the plane copies)
+    modules = (dgrad, wgrad, wgrad_columns, wgrad_halo, wgrad_toeplitz, wgrad_ws, launch)  # (launch: the plane copies)
     saved = [(m, name, getattr(m, name)) for m in modules for name in dir(m) if name.endswith("_kernel")]
     recorders = {}
     try:

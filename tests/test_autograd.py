@@ -452,6 +452,74 @@ def test_ws_wgrad_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="config ws=1"):
         launch_wgrad_ws(problem, torch.empty(0), torch.empty(0), torch.empty(0), BackwardConfig(ws=1))
 
+# The columns wgrad (few input channels: each filter row's S x C values one run of a padded copy):
+# ResNet's 7x7/2 stem over three splits with one filter row a 32-column tile; a 4x4/4 patchify
+# stem in fp32 (3xTF32), all four rows in one tile; one grayscale channel, 5x5 at stride (1, 2)
+# with dilated rows, bf16 NCHW; six channels (padded to 8) of a 6x6 at K = 6, the
+# heuristics' launch; asymmetric 'same' padding of an even filter.
+COLUMNS_WGRAD_CASES = [
+    ("stem_7x7_s2", ("stem_7x7_s2", 2, 3, 19, 22, 16, 7, 7, 2, 3, 1, 1), torch.float16, "nhwc",
+     BackwardConfig(16, 32, 16, split_k=3, num_warps=1, num_stages=1)),
+    ("patchify_4x4_s4", ("patchify_4x4_s4", 2, 3, 16, 12, 24, 4, 4, 4, 0, 1, 1), torch.float32, "nhwc",
+     BackwardConfig(32, 64, 16, split_k=2, num_warps=1, num_stages=1)),
+    ("gray_5x5_dil_rows", ("gray_5x5_dil_rows", 1, 1, 13, 11, 16, 5, 5, (1, 2), (4, 2), (2, 1), 1),
+     torch.bfloat16, "nchw", BackwardConfig(16, 16, 32, split_k=2, num_warps=1, num_stages=1)),
+    ("c6_6x6_k6", ("c6_6x6_k6", 1, 6, 12, 11, 6, 6, 6, 1, 2, 1, 1), torch.float16, "nhwc", None),
+    ("same_even_4x4", ("same_even_4x4", 1, 3, 9, 10, 16, 4, 4, 1, "same", 1, 1), torch.float16, "nchw", None),
+]
+
+
+@pytest.mark.parametrize("name,geometry,dtype,layout,config", COLUMNS_WGRAD_CASES,
+                         ids=[c[0] for c in COLUMNS_WGRAD_CASES])
+def test_columns_wgrad_matches_float64(name, geometry, dtype, layout, config, device: str, seed: int):
+    """The columns wgrad (``im2row``'s) against float64, pinned tiles and the heuristics' own."""
+    problem, x, weight, grad, want_x, want_w = _backward_case(geometry, dtype, layout, device, seed)
+    _check_backward(problem, x, weight, grad, want_x, want_w, f"{name} (seed {seed})",
+                    algo="im2row", wgrad_config=config)
+
+
+def test_columns_wgrad_is_the_default_for_few_input_channels():
+    """auto dispatch: 'im2row' for a dense convolution whose input pixel is shorter than one
+    16-byte copy and whose filter rows are undilated; the implicit GEMM otherwise."""
+    from tileconv import dispatch
+
+    def problem(**kw):
+        args = dict(n=2, c=3, h=32, w=32, k=64, r=7, s=7, stride=(2, 2), padding=(3, 3), dtype=torch.float16,
+                    layout="nhwc")
+        args.update(kw)
+        return tileconv.ConvProblem(**args)
+
+    assert dispatch.select_backward(problem()).name == "im2row"
+    assert dispatch.select_backward(problem(c=7, layout="nchw")).name == "im2row"
+    assert dispatch.select_backward(problem(c=3, dtype=torch.float32)).name == "im2row"
+    assert dispatch.select_backward(problem(c=8)).name == "implicit_gemm"  # a 16-byte pixel
+    assert dispatch.select_backward(problem(c=4, dtype=torch.float32)).name == "implicit_gemm"
+    assert dispatch.select_backward(problem(dilation=(1, 2))).name == "implicit_gemm"
+    assert dispatch.select_backward(problem(c=4, k=4, groups=2)).name == "implicit_gemm"
+
+
+def test_columns_wgrad_refuses_what_it_cannot_run(device: str):
+    """Dilated filter columns, and a column tile that splits a filter row, are refused by name."""
+    from tileconv.functional import conv2d_backward_problem
+    from tileconv.kernels.wgrad_columns import launch_wgrad_columns
+
+    def tensors(problem):
+        return [torch.randn(shape, dtype=torch.float16, device=device).contiguous(memory_format=torch.channels_last)
+                for shape in (problem.output_shape, problem.input_shape, problem.weight_shape)]
+
+    dilated = tileconv.ConvProblem(1, 3, 9, 9, 16, 3, 3, dilation=(1, 2), dtype=torch.float16, layout="nhwc")
+    grad, x, weight = tensors(dilated)
+    with pytest.raises(ValueError, match="backward algo='im2row'.*dilation_w=1, got 2"):
+        conv2d_backward_problem(dilated, grad, x, weight, False, True, algo="im2row")
+    stem = tileconv.ConvProblem(1, 3, 9, 9, 16, 7, 7, stride=(2, 2), padding=(3, 3), dtype=torch.float16,
+                                layout="nhwc")
+    grad, x, weight = tensors(stem)
+    out = torch.full_like(weight, float("nan"))
+    with pytest.raises(ValueError, match="config block_n=16: .* multiple of 32"):
+        launch_wgrad_columns(stem, grad, x, out, BackwardConfig(16, 16, 16))
+    assert out.isnan().all()  # nothing written
+
+
 # The Toeplitz wgrad (tensor cores; the default past 49 taps where the halo wgrad cannot run):
 # a 7x5 at stride 2 with dilated columns and multiplier 2 in fp32 (3xTF32) over three splits;
 # a 9x9 in fp16 channels_last (the heuristics' launch); a 13x13 in bf16 NCHW, 32 columns a step.

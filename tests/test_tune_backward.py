@@ -125,6 +125,34 @@ def test_toeplitz_wgrad_tunes_and_its_winner_is_used(device, seed):
     assert_conv_close(grad_w, ref_w, tolerance(LARGE_DW, LARGE_DW.gemm_m), context="Toeplitz wgrad, tuned config")
 
 
+STEM = ConvProblem(n=1, c=3, h=12, w=10, k=16, r=7, s=7, stride=(2, 2), padding=(3, 3), dtype=torch.float16,
+                   layout="nhwc")
+
+
+def test_columns_wgrad_tunes_and_its_winner_is_used(device, seed):
+    """A few-channel stem's wgrad tunes on the columns wgrad: candidates that keep whole filter
+    rows a column tile (split-K, pixel step, stages, tiles, warps), a correct winner stored and
+    then run."""
+    from tileconv.kernels.wgrad_columns import row_columns
+
+    assert tileconv.dispatch.select_backward(STEM).name == "im2row"
+    configs = tb.backward_candidates(STEM, "im2row", "wgrad", limit=50)
+    assert configs[0] == default_backward_config(STEM, "im2row", "wgrad") and len(set(configs)) == len(configs) > 5
+    assert all(c.block_n % row_columns(STEM) == 0 for c in configs)
+    assert len({c.split_k for c in configs}) >= 3 and len({c.block_k for c in configs}) >= 3
+    (result,) = tileconv.tune_backward([STEM], gradients=["wgrad"], device=device, max_candidates=3,
+                                       timer=_timer(device))
+    assert result.status == "tuned" and result.algorithm == "im2row", result.message
+    assert backward_config(STEM, get_backward_algorithm("im2row"), "wgrad") == result.config
+    inputs = random_inputs(STEM, device, seed)
+    grad = torch.randn(STEM.output_shape, device=device).to(STEM.dtype)
+    with tileconv.poison_outputs():
+        _, grad_w = conv2d_backward_problem(STEM, grad, inputs.x, inputs.weight, False, True)
+    ref_w = aten_convolution_backward(STEM, grad.double().cpu(), inputs.x.double().cpu(),
+                                      inputs.weight.double().cpu(), False, True)[1]
+    assert_conv_close(grad_w, ref_w, tolerance(STEM, STEM.gemm_m), context="columns wgrad, tuned config")
+
+
 def test_tune_backward_stores_correct_winners_that_the_backward_uses(device, seed):
     results = tileconv.tune_backward([TINY, TINY], device=device, max_candidates=2, timer=_timer(device))
     assert [(r.problem, r.gradient) for r in results] == [(TINY, "dgrad"), (TINY, "wgrad")]  # duplicates once

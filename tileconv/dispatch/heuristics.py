@@ -46,6 +46,7 @@ from ..kernels.launch import (
     toeplitz_reach,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
+from ..kernels.wgrad_columns import columns_wgrad_unsupported_reason, row_columns
 from ..kernels.wgrad_halo import MAX_ACCUMULATORS, fills_the_gpu, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
 from ..kernels.wgrad_ws import input_by_tma, input_is_pixel_matrix, wgrad_ws_unsupported_reason
@@ -666,8 +667,13 @@ def choose_backward_algorithm(problem: ConvProblem) -> str:
     'depthwise_toeplitz' (the wgrad on the tensor cores); else 'depthwise_halo' where it runs
     (its wgrad from shared-memory halos: on a GPU, multiplier 1, channels_last, filter rows of
     up to 49 taps; a 13x13 on 7x7 outputs a filter row a program); else the CUDA-core
-    'depthwise' kernels. Everything else 'implicit_gemm'."""
+    'depthwise' kernels. Dense convolutions whose input pixel is shorter than one 16-byte copy
+    (C * itemsize < 16: the stems) 'im2row' (its wgrad reads each filter row's S x C values as
+    one run of a channel-padded copy). Everything else 'implicit_gemm'."""
     if not problem.is_depthwise:
+        if (problem.groups == 1 and problem.c * problem.itemsize < 16
+                and columns_wgrad_unsupported_reason(problem) is None):
+            return "im2row"
         return "implicit_gemm"
     if (problem.r * problem.s >= TOEPLITZ_WGRAD_MIN_TAPS and problem.out_w >= TOEPLITZ_WGRAD_MIN_WIDTH
             and BACKWARD_ALGORITHMS["depthwise_toeplitz"].unsupported_reason(problem) is None):
@@ -711,6 +717,24 @@ def _halo_wgrad_config(problem: ConvProblem) -> BackwardConfig:
         if fills_the_gpu(problem, candidate):
             return candidate
     return candidate
+
+
+def columns_wgrad_config(problem: ConvProblem) -> BackwardConfig:
+    """The columns wgrad's tile (:mod:`tileconv.kernels.wgrad_columns`): up to 64 output
+    channels by 64 of the filter rows' unrolled columns (or one filter row, if wider), 64
+    pixels a step (32 in float32: twice the bytes) over three stages, 4 warps; split-K left to
+    the launcher. H200, fp16 channels_last, batch 32 (``benchmarks/probe_columns_wgrad.py``):
+    ResNet-50's 7x7/2 stem 83.8 us at 64x64 (two filter rows a tile), 115.8 at 64x256 (all
+    seven), cuDNN 155.9; MobileNet's and ConvNeXt's stems, VGG's first layer fastest at 64
+    columns too. Under the interpreter: 32 x 32 tiles (or one filter row) of 16 pixels."""
+    row = row_columns(problem)
+    if INTERPRET:
+        return BackwardConfig(block_m=_pow2_between(problem.k, 16, 32),
+                              block_n=max(row, 16, min(32, pow2_at_least(row * problem.r))),
+                              block_k=16, num_warps=1, num_stages=1)
+    block_n = max(row, 16, min(64, pow2_at_least(row * problem.r, 16)))
+    return BackwardConfig(block_m=_pow2_between(problem.k, 16, 64), block_n=block_n,
+                          block_k=64 if problem.itemsize == 2 else 32, num_warps=4, num_stages=3)
 
 
 def _toeplitz_wgrad_config(problem: ConvProblem) -> BackwardConfig:
@@ -789,6 +813,10 @@ def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str)
         if gradient == "wgrad":
             return _toeplitz_wgrad_config(problem)
         algorithm = "depthwise"
+    if algorithm == "im2row":
+        if gradient == "wgrad":
+            return columns_wgrad_config(problem)
+        algorithm = "implicit_gemm"  # the same dgrad kernels
     if algorithm == "depthwise":
         if INTERPRET:
             return BackwardConfig(block_m=32, block_n=_pow2_between(problem.k, 4, 16), num_warps=1, num_stages=1)

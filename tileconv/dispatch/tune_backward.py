@@ -31,9 +31,12 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from .._runtime import cdiv
 from ..kernels import BackwardConfig, get_backward_algorithm
 from ..kernels.backward import aten_convolution_backward
 from ..kernels.config import WS_GATHER, WS_TMA
+from ..kernels.wgrad import choose_split_k
+from ..kernels.wgrad_columns import MAX_ROW_COLUMNS, row_columns
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
@@ -76,6 +79,8 @@ def backward_candidates(problem: ConvProblem, algorithm: str, gradient: str,
         return _halo_wgrad_candidates(problem, base, limit)
     if algorithm == "depthwise_toeplitz" and gradient == "wgrad":
         return _toeplitz_wgrad_candidates(problem, base, limit)
+    if algorithm == "im2row" and gradient == "wgrad":
+        return _columns_wgrad_candidates(problem, base, limit)
     variants: list[BackwardConfig] = [base]
     smallest = min(16, base.block_m, base.block_n)  # tl.dot's 16, or a CUDA-core kernel's narrower tile
 
@@ -176,6 +181,31 @@ def _toeplitz_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit
         add(replace(base, num_warps=warps))
     for stages in (2, 4):
         add(replace(base, num_stages=stages))
+    return variants[:limit]
+
+
+def _columns_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
+    """The columns wgrad's variants (:mod:`tileconv.kernels.wgrad_columns`): the heuristics'
+    tile, then half and twice the split-K the launcher picks, 32 to 128 pixels a step, 2, 4
+    and 6 stages, half and twice the column tile (whole filter rows still), 8 warps."""
+    tiles = cdiv(problem.k, base.block_m) * cdiv(problem.r * row_columns(problem), base.block_n)
+    split = choose_split_k(problem.gemm_m, base.block_k, tiles)
+    variants: list[BackwardConfig] = [base]
+
+    def add(config: BackwardConfig) -> None:
+        if (config not in variants and config.block_n % row_columns(problem) == 0
+                and 16 <= config.block_n <= MAX_ROW_COLUMNS):
+            variants.append(config)
+
+    for factor in (0.5, 2):
+        add(replace(base, split_k=max(1, round(split * factor))))
+    for block_k in (32, 64, 128):
+        add(replace(base, block_k=block_k))
+    for stages in (2, 4, 6):
+        add(replace(base, num_stages=stages))
+    add(replace(base, block_n=base.block_n * 2))
+    add(replace(base, block_n=base.block_n // 2))
+    add(replace(base, num_warps=8))
     return variants[:limit]
 
 

@@ -12,6 +12,9 @@ tensor the caller allocated:
   (groups through a grid axis: with thin groups a tile is partly padding, which costs
   FLOPs and not bytes, and wgrad's columns flatten (r, s, c) so a 3x3 group of 4 channels
   still fills 36 columns).
+- ``im2row``: the implicit GEMM's dgrad; the wgrad over each filter row's S x C input values
+  as one contiguous run of a channel-padded copy of the input (:mod:`.wgrad_columns`): few
+  input channels (the stems), where the implicit GEMM's wgrad gathers 2-byte values.
 - ``depthwise``: CUDA-core kernels for groups = C (any multiplier), where a tensor-core
   tile would be almost all padding.
 - ``depthwise_toeplitz``: the same dgrad; the wgrad of large filters on the tensor cores, a
@@ -37,6 +40,7 @@ from .config import BackwardConfig
 from .dgrad import launch_dgrad_depthwise, launch_dgrad_implicit_gemm
 from .launch import has_cp_async
 from .wgrad import launch_wgrad_depthwise, launch_wgrad_implicit_gemm
+from .wgrad_columns import columns_wgrad_unsupported_reason, launch_wgrad_columns
 from .wgrad_halo import launch_wgrad_depthwise_halo, wgrad_halo_unsupported_reason
 from .wgrad_toeplitz import launch_wgrad_depthwise_toeplitz, wgrad_toeplitz_unsupported_reason
 from .wgrad_ws import launch_wgrad_ws
@@ -115,6 +119,11 @@ BACKWARD_ALGORITHMS: dict[str, BackwardAlgorithm] = {
         "implicit_gemm",
         "tensor-core dgrad (output-phase transposed implicit GEMM) and wgrad (split-K GEMM over N*P*Q)",
         launch_dgrad_implicit_gemm, _wgrad_implicit_gemm, _always,
+    ),
+    "im2row": BackwardAlgorithm(
+        "im2row",
+        "the implicit GEMM's dgrad; wgrad over each filter row's S x C input values, one run of a padded copy",
+        launch_dgrad_implicit_gemm, launch_wgrad_columns, columns_wgrad_unsupported_reason,
     ),
     "depthwise": BackwardAlgorithm(
         "depthwise",

@@ -31,7 +31,9 @@ def unroll_columns_kernel(
     stride_w, pad_w, dil_w,  # the convolution's horizontal geometry
     stride_xn, stride_xc, stride_xh, stride_xw,
     C: tl.constexpr, S: tl.constexpr,  # input channels and filter columns: j = s * C + c
-    CHANNELS: tl.constexpr,  # S * C rounded up to a multiple of 16; the rest is zeros
+    # S * C rounded up (im2row: to a multiple of 16; the columns wgrad's padding copy, S = 1:
+    # to a power of two); the rest is zeros
+    CHANNELS: tl.constexpr,
     BLOCK_ROWS: tl.constexpr, BLOCK_J: tl.constexpr,  # BLOCK_J: CHANNELS as a power of two
     INT64: tl.constexpr,
 ):
