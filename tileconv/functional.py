@@ -141,7 +141,7 @@ def conv2d_backward_problem(
 
     The lower-level entry that ``bench`` and tests use: ``algo`` forces a backward
     algorithm by name (``tileconv.kernels.BACKWARD_ALGORITHMS``: 'implicit_gemm',
-    'depthwise', 'aten'), the configs pin launch choices. grad_input follows the input's
+    'im2row', 'depthwise', 'aten', ...), the configs pin launch choices. grad_input follows the input's
     layout; grad_weight is channels_last where the input or the weight is, else contiguous
     (:func:`~tileconv.problem.weight_gradient_layout`: PyTorch's cuDNN convolutions' rule).
     CPU tensors without the interpreter use 'aten'.
