@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (probe_ring_depth's timing helpers)
 
 import torch  # noqa: E402
-from probe_ring_depth import report, time_interleaved, write_rows  # noqa: E402
+from probe_ring_depth import capture_wgrad_form, parse_backward_configs, time_wgrad_row, write_rows  # noqa: E402
 
 from tileconv.bench.suites import _conv, get_suite  # noqa: E402
 from tileconv.dispatch.heuristics import columns_wgrad_config, triton_wgrad_config  # noqa: E402
@@ -29,21 +29,10 @@ from tileconv.kernels.backward import aten_convolution_backward  # noqa: E402
 from tileconv.kernels.wgrad import launch_wgrad_implicit_gemm  # noqa: E402
 from tileconv.kernels.wgrad_columns import launch_wgrad_columns  # noqa: E402
 from tileconv.problem import weight_gradient_layout  # noqa: E402
-from tileconv.testing import compare, random_inputs, tolerance  # noqa: E402
+from tileconv.testing import random_inputs, tolerance  # noqa: E402
 
 CONFIGS = "64x256x64s3w4,64x256x32s4w4,64x256x64s2w4,64x256x128s2w4,64x256x64s3w8,64x64x64s3w4,64x64x128s3w4"
 
-
-def _parse(text: str) -> list[BackwardConfig]:
-    """``BMxBNxBKsSTwNW[kSPLIT]`` items, comma-separated."""
-    configs = []
-    for item in text.split(","):
-        tile, _, rest = item.partition("s")
-        stages, _, rest = rest.partition("w")
-        warps, _, split = rest.partition("k")
-        bm, bn, bk = (int(v) for v in tile.split("x"))
-        configs.append(BackwardConfig(bm, bn, bk, int(split or 0), int(warps), int(stages)))
-    return configs
 
 
 def _label(config: BackwardConfig) -> str:
@@ -86,38 +75,16 @@ def main():
                   triton_wgrad_config(problem)),
                  ("columns auto " + _label(columns_wgrad_config(problem)), launch_wgrad_columns,
                   columns_wgrad_config(problem))]
-        forms += [("columns " + _label(c), launch_wgrad_columns, c) for c in _parse(args.configs)]
+        forms += [("columns " + _label(c), launch_wgrad_columns, c) for c in parse_backward_configs(args.configs)]
         row = {"name": case.name, "forms": {}}
         graphs = {}
         for key, launcher, config in forms:
-            poisoned = torch.full_like(gw, float("nan"))
             try:
-                split = launcher(problem, grad, x, poisoned, config)
+                capture_wgrad_form(row, graphs, key, launcher, (problem, grad, x), config, gw, ref, tol)
             except ValueError as err:  # a tile that splits a filter row
                 print(f"{case.name} {key}: {err}")
-                continue
-            torch.cuda.synchronize()
-            cmp = compare(poisoned, ref, tol)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                launcher(problem, grad, x, gw, config)
-            graphs[key] = graph
-            row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
-
-        def cudnn(problem=problem, grad=grad, x=x, weight=inputs.weight):
-            return aten_convolution_backward(problem, grad, x, weight, False, True)
-
-        for _ in range(3):
-            cudnn()
-        torch.cuda.synchronize()
-        cudnn_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(cudnn_graph):
-            cudnn()
-        row["cudnn_us"], times = time_interleaved(cudnn_graph.replay, graphs, args.rounds)
-        for key, us in times.items():
-            row["forms"][key]["us"] = us
+        time_wgrad_row(row, graphs, problem, grad, x, inputs.weight, args.rounds)
         rows.append(row)
-        report(case.name, row["cudnn_us"], row["forms"])
     if args.json:
         write_rows(args.json, rows)
 

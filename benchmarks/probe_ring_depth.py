@@ -119,6 +119,21 @@ def main():
         write_rows(args.json, rows)
 
 
+def parse_backward_configs(text: str, ws: int = 0) -> list:
+    """``BMxBNxBKsSTwNW[kSPLIT]`` items, comma-separated -> BackwardConfigs (``ws``: the
+    warp-specialized wgrad's copy, 0 for the other kernels); the wgrad probes' --configs."""
+    from tileconv.kernels import BackwardConfig
+
+    configs = []
+    for item in text.split(","):
+        tile, _, rest = item.partition("s")
+        stages, _, rest = rest.partition("w")
+        warps, _, split = rest.partition("k")
+        bm, bn, bk = (int(v) for v in tile.split("x"))
+        configs.append(BackwardConfig(bm, bn, bk, int(split or 0), int(warps), int(stages), ws=ws))
+    return configs
+
+
 def time_interleaved(peer, graphs: dict, rounds: int) -> tuple[float, dict[str, float]]:
     """Microseconds, the median of ``rounds`` interleaved rounds (the bench's timer, cold L2):
     ``peer()`` (cuDNN), then each of ``graphs``' replays, by key."""
@@ -128,6 +143,45 @@ def time_interleaved(peer, graphs: dict, rounds: int) -> tuple[float, dict[str, 
         for key, graph in graphs.items():
             times[key].append(bench_us(graph.replay))
     return statistics.median(peer_us), {key: statistics.median(v) for key, v in times.items()}
+
+
+def capture_wgrad_form(row: dict, graphs: dict, key: str, launcher, operands: tuple, config, gw, ref, tol) -> None:
+    """One form of a wgrad probe's row: ``launcher(*operands, out, config)`` (a wgrad launcher:
+    operands = (problem, grad, x)) run once into a NaN-poisoned copy of ``gw`` and checked
+    against ``ref`` (``row["forms"][key]``: ok, rel_err, the splits it returned), then
+    captured writing ``gw`` as ``graphs[key]``."""
+    from tileconv.testing import compare
+
+    poisoned = torch.full_like(gw, float("nan"))
+    split = launcher(*operands, poisoned, config)
+    torch.cuda.synchronize()
+    cmp = compare(poisoned, ref, tol)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launcher(*operands, gw, config)
+    graphs[key] = graph
+    row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
+
+
+def time_wgrad_row(row: dict, graphs: dict, problem, grad, x, weight, rounds: int) -> None:
+    """Time a wgrad probe's row: cuDNN's weight gradient (``aten.convolution_backward``, warmed
+    up, then captured as a CUDA graph) and each form's captured graph in interleaved rounds;
+    the medians go into ``row`` ("cudnn_us", each form's "us"), and its line is printed."""
+    from tileconv.kernels.backward import aten_convolution_backward
+
+    def cudnn():
+        return aten_convolution_backward(problem, grad, x, weight, False, True)
+
+    for _ in range(3):
+        cudnn()
+    torch.cuda.synchronize()
+    cudnn_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cudnn_graph):
+        cudnn()
+    row["cudnn_us"], times = time_interleaved(cudnn_graph.replay, graphs, rounds)
+    for key, us in times.items():
+        row["forms"][key]["us"] = us
+    report(row["name"], row["cudnn_us"], row["forms"])
 
 
 def report(name: str, cudnn_us: float, forms: dict) -> None:

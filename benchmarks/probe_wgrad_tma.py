@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (probe_ring_depth's timing helpers)
 
 import torch  # noqa: E402
-from probe_ring_depth import report, time_interleaved, write_rows  # noqa: E402
+from probe_ring_depth import capture_wgrad_form, parse_backward_configs, time_wgrad_row, write_rows  # noqa: E402
 
 import tileconv.kernels.wgrad_ws as wgrad_ws  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
@@ -33,21 +33,10 @@ from tileconv.kernels import BackwardConfig  # noqa: E402
 from tileconv.kernels.backward import aten_convolution_backward  # noqa: E402
 from tileconv.kernels.config import WS_GATHER, WS_TMA  # noqa: E402
 from tileconv.problem import weight_gradient_layout  # noqa: E402
-from tileconv.testing import compare, random_inputs, tolerance  # noqa: E402
+from tileconv.testing import random_inputs, tolerance  # noqa: E402
 
 CONFIGS = "128x128x64s4w4,128x128x64s6w4"
 
-
-def _parse(text: str) -> list[BackwardConfig]:
-    """``BMxBNxBKsSTwNW[kSPLIT]`` items, comma-separated (the input's copy: ``--forms``)."""
-    configs = []
-    for item in text.split(","):
-        tile, _, rest = item.partition("s")
-        stages, _, rest = rest.partition("w")
-        warps, _, split = rest.partition("k")
-        bm, bn, bk = (int(v) for v in tile.split("x"))
-        configs.append(BackwardConfig(bm, bn, bk, int(split or 0), int(warps), int(stages), ws=1))
-    return configs
 
 
 def _label(config: BackwardConfig, tma: bool) -> str:
@@ -67,7 +56,7 @@ def main():
     p.add_argument("--heuristics", action="store_true", help="each row's heuristics tile instead of --configs")
     args = p.parse_args()
     torch.backends.cudnn.benchmark = True
-    configs = _parse(args.configs)
+    configs = parse_backward_configs(args.configs, ws=1)
     def wanted(case):
         problem = case.problem(torch.float16, "nhwc", "none", batch=32)
         if args.every:
@@ -100,31 +89,10 @@ def main():
                  [(replace(tile, ws=WS_TMA if tma else WS_GATHER), tma)
                   for tile in configs for tma in [form == "tma" for form in args.forms.split(",")]])
         for config, tma in forms:
-            poisoned = torch.full_like(gw, float("nan"))
-            split = wgrad_ws.launch_wgrad_ws(problem, grad, x, poisoned, config)
-            torch.cuda.synchronize()
-            cmp = compare(poisoned, ref, tol)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                wgrad_ws.launch_wgrad_ws(problem, grad, x, gw, config)
-            key = _label(config, tma)
-            graphs[key] = graph
-            row["forms"][key] = {"ok": cmp.ok, "rel_err": cmp.rel_err, "split": split, "us": []}
-
-        def cudnn(problem=problem, grad=grad, x=x, weight=inputs.weight):
-            return aten_convolution_backward(problem, grad, x, weight, False, True)
-
-        for _ in range(3):
-            cudnn()
-        torch.cuda.synchronize()
-        cudnn_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(cudnn_graph):
-            cudnn()
-        row["cudnn_us"], times = time_interleaved(cudnn_graph.replay, graphs, args.rounds)
-        for key, us in times.items():
-            row["forms"][key]["us"] = us
+            capture_wgrad_form(row, graphs, _label(config, tma), wgrad_ws.launch_wgrad_ws, (problem, grad, x), config,
+                               gw, ref, tol)
+        time_wgrad_row(row, graphs, problem, grad, x, inputs.weight, args.rounds)
         rows.append(row)
-        report(case.name, row["cudnn_us"], row["forms"])
     if args.json:
         write_rows(args.json, rows)
 
