@@ -671,8 +671,7 @@ def choose_backward_algorithm(problem: ConvProblem) -> str:
     (C * itemsize < 16: the stems) 'im2row' (its wgrad reads each filter row's S x C values as
     one run of a channel-padded copy). Everything else 'implicit_gemm'."""
     if not problem.is_depthwise:
-        if (problem.groups == 1 and problem.c * problem.itemsize < 16
-                and columns_wgrad_unsupported_reason(problem) is None):
+        if problem.c * problem.itemsize < 16 and columns_wgrad_unsupported_reason(problem) is None:
             return "im2row"
         return "implicit_gemm"
     if (problem.r * problem.s >= TOEPLITZ_WGRAD_MIN_TAPS and problem.out_w >= TOEPLITZ_WGRAD_MIN_WIDTH

@@ -31,12 +31,10 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from .._runtime import cdiv
 from ..kernels import BackwardConfig, get_backward_algorithm
 from ..kernels.backward import aten_convolution_backward
 from ..kernels.config import WS_GATHER, WS_TMA
-from ..kernels.wgrad import choose_split_k
-from ..kernels.wgrad_columns import MAX_ROW_COLUMNS, row_columns
+from ..kernels.wgrad_columns import MAX_ROW_COLUMNS, columns_split, row_columns
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
@@ -167,45 +165,33 @@ def _toeplitz_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit
     launch, then half and twice its split-K, 16 to 64 input columns a step, 1, 2 and 4 warps,
     2 and 4 stages."""
     _, split = toeplitz_wgrad_split(problem, base)
-    variants: list[BackwardConfig] = [base]
-
-    def add(config: BackwardConfig) -> None:
-        if config not in variants:
-            variants.append(config)
-
-    for factor in (0.5, 2):
-        add(replace(base, split_k=max(1, round(split * factor))))
-    for block_k in (16, 32, 64):
-        add(replace(base, block_k=block_k))
-    for warps in (1, 2, 4):
-        add(replace(base, num_warps=warps))
-    for stages in (2, 4):
-        add(replace(base, num_stages=stages))
-    return variants[:limit]
+    return _field_variants(base, split, lambda config: True, limit,
+                           block_k=(16, 32, 64), num_warps=(1, 2, 4), num_stages=(2, 4))
 
 
 def _columns_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
     """The columns wgrad's variants (:mod:`tileconv.kernels.wgrad_columns`): the heuristics'
     tile, then half and twice the split-K the launcher picks, 32 to 128 pixels a step, 2, 4
     and 6 stages, half and twice the column tile (whole filter rows still), 8 warps."""
-    tiles = cdiv(problem.k, base.block_m) * cdiv(problem.r * row_columns(problem), base.block_n)
-    split = choose_split_k(problem.gemm_m, base.block_k, tiles)
+    _, _, split = columns_split(problem, base)
+
+    def whole_rows(config: BackwardConfig) -> bool:
+        return config.block_n % row_columns(problem) == 0 and 16 <= config.block_n <= MAX_ROW_COLUMNS
+
+    return _field_variants(base, split, whole_rows, limit, block_k=(32, 64, 128), num_stages=(2, 4, 6),
+                           block_n=(base.block_n * 2, base.block_n // 2), num_warps=(8,))
+
+
+def _field_variants(base: BackwardConfig, split: int, valid: Callable[[BackwardConfig], bool], limit: int,
+                    **values: tuple[int, ...]) -> list[BackwardConfig]:
+    """``base``, then half and twice ``split`` (the launcher's split-K), then ``base`` with each
+    field of ``values`` set to each of its values in turn: those ``valid`` accepts, without
+    duplicates, at most ``limit``."""
     variants: list[BackwardConfig] = [base]
-
-    def add(config: BackwardConfig) -> None:
-        if (config not in variants and config.block_n % row_columns(problem) == 0
-                and 16 <= config.block_n <= MAX_ROW_COLUMNS):
+    for config in [replace(base, split_k=max(1, round(split * factor))) for factor in (0.5, 2)] + [
+            replace(base, **{name: value}) for name, options in values.items() for value in options]:
+        if config not in variants and valid(config):
             variants.append(config)
-
-    for factor in (0.5, 2):
-        add(replace(base, split_k=max(1, round(split * factor))))
-    for block_k in (32, 64, 128):
-        add(replace(base, block_k=block_k))
-    for stages in (2, 4, 6):
-        add(replace(base, num_stages=stages))
-    add(replace(base, block_n=base.block_n * 2))
-    add(replace(base, block_n=base.block_n // 2))
-    add(replace(base, num_warps=8))
     return variants[:limit]
 
 

@@ -527,10 +527,11 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
     can run it."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: {name} has no split-K (use implicit_gemm)")
-    if config.num_warps not in WS_MAX_REGS or ((config.pingpong or ws_slices(config) > 1) and config.num_warps != 4):
+    slices = ws_slices(config)
+    if config.num_warps not in WS_MAX_REGS or ((config.pingpong or slices > 1) and config.num_warps != 4):
         raise ValueError(f"config num_warps={config.num_warps}: {name} runs 4 or 8 MMA warps "
                          "(4, one warpgroup, for each of ping-pong's two and of a 192-row tile's three)")
-    if config.block_m & (config.block_m - 1) and (name != "gemm_1x1_ws" or ws_slices(config) == 1 or config.pingpong):
+    if config.block_m & (config.block_m - 1) and (name != "gemm_1x1_ws" or slices == 1 or config.pingpong):
         raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
                          + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
     options = dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
@@ -538,8 +539,8 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
                    CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
                    maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
     if name == "gemm_1x1_ws":
-        options["SLICES"] = ws_slices(config)
-        if ws_slices(config) > 1:
+        options["SLICES"] = slices
+        if slices > 1:
             options.update(CONSUMER_REGS=WS_SLICE_REGS, maxnreg=WS_SLICE_MAX_REGS)
     return options
 

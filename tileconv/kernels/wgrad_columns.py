@@ -36,7 +36,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._runtime import INT32_LIMIT, cdiv, kernel_strides
+from .._runtime import INT32_LIMIT, cdiv, kernel_strides, pow2_at_least
 from ..problem import ConvProblem
 from .common import advance_pixels, output_pixels, pixel_count, pixel_steps
 from .config import BackwardConfig, dot_constexprs, needs_int64
@@ -53,13 +53,22 @@ COPY_ELEMENTS = 4096  # xs elements a program of the padding copy
 
 def padded_channels(problem: ConvProblem) -> int:
     """CP: the input's channels rounded up to a power of two (a pixel of ``xs``)."""
-    return triton.next_power_of_2(problem.c)
+    return pow2_at_least(problem.c)
 
 
 def row_columns(problem: ConvProblem) -> int:
     """J: a filter row's S x CP unrolled values, rounded up to a power of two (a tile's
     columns a filter row)."""
-    return triton.next_power_of_2(problem.s * padded_channels(problem))
+    return pow2_at_least(problem.s * padded_channels(problem))
+
+
+def columns_split(problem: ConvProblem, config: BackwardConfig) -> tuple[int, int, int]:
+    """(tiles, pixels a split, splits) of ``config``'s launch: K / block_m x the filter rows'
+    columns / block_n tiles, the N*P*Q pixels split as :func:`~.wgrad.choose_split_k` says
+    (``config.split_k`` > 0 is obeyed)."""
+    tiles = cdiv(problem.k, config.block_m) * cdiv(problem.r * row_columns(problem), config.block_n)
+    split = choose_split_k(problem.gemm_m, config.block_k, tiles, config.split_k)
+    return (tiles, *_chunk(problem.gemm_m, split, config.block_k))
 
 
 def padded_width(problem: ConvProblem) -> int:
@@ -174,16 +183,14 @@ def launch_wgrad_columns(
                          f"{row} columns here (a multiple of {row})")
     width = padded_width(problem)
     xs = scratch((problem.n, problem.h, width, cp), x.dtype, x.device)
+    int64 = needs_int64(problem) or xs.numel() >= INT32_LIMIT
     rows = problem.n * problem.h * width
     copy_rows = COPY_ELEMENTS // cp
     launch(unroll_columns_kernel, (cdiv(rows, copy_rows),),
            x, xs, rows, problem.h, problem.w, width, 1, problem.padding[1], 1, *kernel_strides(x),
-           C=problem.c, S=1, CHANNELS=cp, BLOCK_ROWS=copy_rows, BLOCK_J=cp,
-           INT64=needs_int64(problem) or xs.numel() >= INT32_LIMIT, num_warps=4)
+           C=problem.c, S=1, CHANNELS=cp, BLOCK_ROWS=copy_rows, BLOCK_J=cp, INT64=int64, num_warps=4)
 
-    tiles = cdiv(problem.k, config.block_m) * cdiv(problem.r * row, config.block_n)
-    split = choose_split_k(problem.gemm_m, config.block_k, tiles, config.split_k)
-    chunk, split = _chunk(problem.gemm_m, split, config.block_k)
+    tiles, chunk, split = columns_split(problem, config)
     out = scratch((split, problem.k, problem.c * problem.r * problem.s), torch.float32, grad.device)
     launch(conv2d_wgrad_columns_kernel, (tiles * split,),
            grad, xs, out,
@@ -192,7 +199,6 @@ def launch_wgrad_columns(
            *kernel_strides(grad), xs.stride(0), xs.stride(1), *out.stride(), chunk,
            STRIDE_W=problem.stride[1], CP=cp, J=row,
            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-           **dot_constexprs(problem), INT64=needs_int64(problem) or xs.numel() >= INT32_LIMIT,
-           num_warps=config.num_warps, num_stages=config.num_stages)
+           **dot_constexprs(problem), INT64=int64, num_warps=config.num_warps, num_stages=config.num_stages)
     sum_splits(problem, out, grad_weight, split)
     return split
