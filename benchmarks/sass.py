@@ -318,6 +318,7 @@ BACKWARD_CASES = [
     ("wgrad", "convnext dw7x7 c96 hw56"),  # the depthwise wgrad's row tiles (filters wider than 3)
 ]
 TMA_ROWS_ONE_TILE = LaunchConfig(128, 128, 64, 8, 4, 4)  # one tile a program (tma_rows, gemm_1x1)
+WGRAD_WS_SLICES = (BackwardConfig(192, 128, 64, 0, 4, 4, ws=1), BackwardConfig(192, 128, 64, 0, 4, 4, ws=2))
 WGRAD_WS_1X1 = BackwardConfig(64, 128, 64, 0, 4, 8, ws=2)  # the input by TMA (kernels.config.WS_TMA)
 PLANE_ONE_CHANNEL = LaunchConfig(32, 1, num_warps=4, num_stages=1)  # depthwise_plane's 2D form (mma.sync at 32 images)
 # Forced onto the tensor-core kernels in fp32 (TF32 wgmma): a depthwise problem; the halo
@@ -371,6 +372,9 @@ def main() -> int:
     # Its 1x1 stride-1 form: the input by TMA too (a one-warp loader).
     rows += [inspect_backward("wgrad", "r50 c1024 hw14 k512 1x1/1", int64, "implicit_gemm", hopper=True,
                               config=WGRAD_WS_1X1) for int64 in (False, True)]
+    # Its 192-channel tiles (three MMA warpgroups), the input gathered and by TMA.
+    rows += [inspect_backward("wgrad", "r50 c512 hw7 k512 3x3/1", False, "implicit_gemm", hopper=True, config=config)
+             for config in WGRAD_WS_SLICES]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0

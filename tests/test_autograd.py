@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import pytest
 import torch
@@ -420,6 +421,16 @@ WS_WGRAD_CASES = [
      BackwardConfig(64, 64, 32, split_k=1, num_warps=4, num_stages=3, ws=1), "nhwc"),
     ("ws_3x3_split2_cl", ("ws_cl2", 2, 128, 9, 9, 128, 3, 3, 1, 1, 1, 1), torch.float16,
      BackwardConfig(128, 128, 64, split_k=2, num_warps=4, num_stages=3, ws=WS_TMA), "nhwc"),
+    # 192-channel tiles (three MMA warpgroups of 64 channels): gathered at stride 2 over K = 200
+    # (the second tile's first slice 8 channels deep, its other two wholly past K: dy's copies
+    # there are zero fill) in two splits; the input by TMA as a matrix over K = 136 (the third
+    # slice ragged), three splits, bf16; boxes of rows, one split written into a channels_last gradient.
+    ("ws_192_gather_s2", ("ws_192g", 2, 128, 15, 14, 200, 3, 3, 2, 1, 1, 1), torch.float16,
+     BackwardConfig(192, 128, 64, split_k=2, num_warps=4, num_stages=4, ws=1)),
+    ("ws_192_1x1_tma_split3", ("ws_192m", 3, 64, 9, 11, 136, 1, 1, 1, 0, 1, 1), torch.bfloat16,
+     BackwardConfig(192, 64, 64, split_k=3, num_warps=4, num_stages=5, ws=WS_TMA)),
+    ("ws_192_boxes_cl", ("ws_192b", 2, 128, 9, 9, 192, 3, 3, 1, 1, 1, 1), torch.float16,
+     BackwardConfig(192, 128, 32, split_k=1, num_warps=4, num_stages=8, ws=WS_TMA), "nhwc"),
 ]
 
 
@@ -451,6 +462,49 @@ def test_ws_wgrad_refuses_what_it_cannot_run():
     problem = tileconv.ConvProblem(2, 48, 8, 8, 64, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
     with pytest.raises(ValueError, match="config ws=1"):
         launch_wgrad_ws(problem, torch.empty(0), torch.empty(0), torch.empty(0), BackwardConfig(ws=1))
+
+@pytest.mark.parametrize("config, fragment", [
+    (BackwardConfig(192, 128, 64, num_warps=8, num_stages=4, ws=1), "num_warps 4"),
+    (BackwardConfig(192, 256, 64, num_warps=4, num_stages=2, ws=WS_TMA), "block_n <= 128"),
+    (BackwardConfig(96, 128, 64, num_warps=4, num_stages=4, ws=1), "block_m 64, 128, 192 or 256"),
+])
+def test_ws_wgrad_refuses_tiles_it_cannot_run(config: BackwardConfig, fragment: str):
+    """The ws wgrad's 192-channel tiles are three MMA warpgroups whose accumulators hold at most
+    128 columns; other tiles are powers of two. The launcher says so, naming the config, before
+    it touches a tensor (so this runs on any machine), and writes nothing."""
+    from tileconv.kernels.wgrad_ws import launch_wgrad_ws
+
+    problem = tileconv.ConvProblem(2, 64, 8, 8, 192, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
+    grad_weight = torch.full(problem.weight_shape, 7.0, dtype=torch.float16)
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        launch_wgrad_ws(problem, torch.empty(0), torch.empty(0), grad_weight, config)
+    assert bool((grad_weight == 7.0).all())
+
+
+def test_ws_wgrad_192_tile_falls_back_on_an_undescribable_input(device: str, seed: int):
+    """An input the copy engine cannot address (a channel slice starting 2 bytes past a 16-byte
+    boundary) sends the ws wgrad to the Triton kernel; its 192-channel config becomes 128 there
+    (the Triton kernel's tiles are powers of two). Same result, into a poisoned gradient."""
+    from tileconv.kernels.wgrad_ws import launch_wgrad_ws
+
+    reason = _ws_wgrad_reason()
+    if reason is not None:
+        pytest.skip(f"wgrad ws: {reason}")
+    gen = torch.Generator().manual_seed(seed)
+    big = torch.randn(2, 65, 7, 9, generator=gen).to(device=device, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last)
+    x = big[:, 1:]  # 64 channels from the second: every pixel's row starts 2 bytes past 16
+    grad = torch.randn(2, 192, 7, 9, generator=gen).to(device=device, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last)
+    problem = tileconv.ConvProblem(2, 64, 7, 9, 192, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
+    grad_weight = torch.full(problem.weight_shape, float("nan"), dtype=torch.float16, device=device)
+    launch_wgrad_ws(problem, grad, x, grad_weight, BackwardConfig(192, 128, 64, split_k=2, num_warps=4,
+                                                                   num_stages=4, ws=1))
+    x64 = x.detach().cpu().double().requires_grad_()
+    w64 = torch.zeros(problem.weight_shape, dtype=torch.float64, requires_grad=True)
+    F.conv2d(x64, w64, None, 1, 1).backward(grad.cpu().double())
+    assert_conv_close(grad_weight.cpu(), w64.grad, BACKWARD_TOLERANCE[torch.float16])
+
 
 # The columns wgrad (few input channels: each filter row's S x C values one run of a padded copy):
 # ResNet's 7x7/2 stem over three splits with one filter row a 32-column tile; a 4x4/4 patchify

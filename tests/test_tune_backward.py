@@ -68,8 +68,10 @@ def test_hopper_wgrads_take_the_ws_kernel_and_its_input_by_tma_where_it_won(monk
     assert chosen(stride=(2, 2)) == (128, 128, 64, 6, WS_TMA)
     assert chosen(r=3, s=3, padding=(1, 1), c=128, k=128, h=28, w=28) == (128, 128, 64, 6, WS_TMA)
     assert chosen(r=3, s=3, padding=(1, 1), c=64, k=64, h=56, w=56) == (64, 128, 64, 8, WS_GATHER)
-    assert chosen(r=3, s=3, padding=(1, 1), c=512, k=512, h=7, w=7) == (256, 128, 32, 6, WS_GATHER)
-    assert chosen(r=3, s=3, padding=(1, 1), stride=(2, 2), c=256, k=256, h=28, w=28)[-1] == WS_GATHER
+    # 144 tiles of 128x128: 192-channel tiles (three MMA warpgroups) where K fills them, else 256x128.
+    assert chosen(r=3, s=3, padding=(1, 1), c=512, k=512, h=7, w=7) == (192, 128, 64, 5, WS_GATHER)
+    assert chosen(r=3, s=3, padding=(1, 1), c=512, k=448, h=7, w=7) == (256, 128, 32, 6, WS_GATHER)
+    assert chosen(r=3, s=3, padding=(1, 1), stride=(2, 2), c=256, k=256, h=28, w=28) == (128, 128, 64, 6, WS_GATHER)
     three = ConvProblem(n=32, c=128, h=28, w=28, k=128, r=3, s=3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
     assert wgrad_ws.input_by_tma(three) and not wgrad_ws.input_is_pixel_matrix(three)
     copies = {c.ws for c in tb.backward_candidates(three, "implicit_gemm", "wgrad") if c.ws}
@@ -77,6 +79,13 @@ def test_hopper_wgrads_take_the_ws_kernel_and_its_input_by_tma_where_it_won(monk
     strided = replace(three, stride=(2, 2))
     assert not wgrad_ws.input_by_tma(strided)
     assert {c.ws for c in tb.backward_candidates(strided, "implicit_gemm", "wgrad") if c.ws} == {WS_GATHER}
+    # 192-channel tiles are raced where K fills them (not K = 128), not on the pixel matrix.
+    assert 192 not in {c.block_m for c in tb.backward_candidates(three, "implicit_gemm", "wgrad")}
+    wide = replace(three, c=512, k=512, h=7, w=7)
+    assert {(c.block_m, c.ws) for c in tb.backward_candidates(wide, "implicit_gemm", "wgrad")} >= {
+        (192, WS_GATHER), (192, WS_TMA)}
+    matrix = ConvProblem(n=32, c=1024, h=14, w=14, k=512, r=1, s=1, dtype=torch.float16, layout="nhwc")
+    assert 192 not in {c.block_m for c in tb.backward_candidates(matrix, "implicit_gemm", "wgrad")}
 
 
 BIG_DW = ConvProblem(n=2, c=64, h=28, w=28, k=64, r=7, s=7, padding=(3, 3), groups=64)  # 7x7: tap rows

@@ -49,7 +49,12 @@ from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_columns import columns_wgrad_unsupported_reason, row_columns
 from ..kernels.wgrad_halo import MAX_ACCUMULATORS, fills_the_gpu, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import toeplitz_wgrad_columns
-from ..kernels.wgrad_ws import input_by_tma, input_is_pixel_matrix, wgrad_ws_unsupported_reason
+from ..kernels.wgrad_ws import (
+    input_by_tma,
+    input_is_pixel_matrix,
+    slice_tiles_fit,
+    wgrad_ws_unsupported_reason,
+)
 from ..problem import ConvProblem
 
 # A tensor-core tile needs >= 16 along N and along each tap's channel slice; below that a
@@ -776,10 +781,14 @@ def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
       hw14 k2048/2 19.5 us against 28.7 gathered at 256x128);
     - K <= 64 (c64 hw56 3x3): 64x128, eight stages, gathered (30.3 us; 128-row tiles are half
       empty, 55; boxes of rows 38.0);
-    - 128x128 tiles past half the SMs (c512 hw7 3x3: 144): 256x128 on two warpgroups, 32 pixels
-      a step over six stages, gathered (29.4 us, 31.9 by TMA);
+    - 128x128 tiles past half the SMs (c512 hw7 3x3 and c512 hw14 3x3/2: 144): 192x128 on three
+      MMA warpgroups where K fills them (:func:`~tileconv.kernels.wgrad_ws.slice_tiles_fit`; 108
+      tiles), 64 pixels a step over five stages, gathered (session 41: 24.8-24.9 us against 29.2-29.7
+      at 256x128, 26.9 by TMA; cuDNN 22.5-22.8); else 256x128 on two warpgroups, 32 pixels a step
+      over six stages, gathered (29.4 us, 31.9 by TMA);
     - other stride-1 filters: 128x128, six stages, by TMA (c128 hw28 3x3 24.1 us, c256 hw14 3x3
-      26.4); strided ones: 128x128, four stages, gathered."""
+      26.4); strided ones: 128x128, six stages, gathered (session 41: c256 hw28 3x3/2 26.6 us
+      against 27.6 at four; c128 hw56 3x3/2 28.1 at both; wider tiles 27.9-43.1)."""
     tma_rows = BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=6, ws=WS_TMA)
     if input_is_pixel_matrix(problem):
         return BackwardConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=8, ws=WS_TMA)
@@ -789,10 +798,12 @@ def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
         return BackwardConfig(block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=8, ws=WS_GATHER)
     tiles = cdiv(problem.k, 128) * (problem.c * problem.r * problem.s // 128)
     if tiles >= 66:
+        if slice_tiles_fit(problem.k):
+            return BackwardConfig(block_m=192, block_n=128, block_k=64, num_warps=4, num_stages=5, ws=WS_GATHER)
         return BackwardConfig(block_m=256, block_n=128, block_k=32, num_warps=8, num_stages=6, ws=WS_GATHER)
     if input_by_tma(problem):
         return tma_rows
-    return BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, ws=WS_GATHER)
+    return BackwardConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=6, ws=WS_GATHER)
 
 
 def default_backward_config(problem: ConvProblem, algorithm: str, gradient: str) -> BackwardConfig:

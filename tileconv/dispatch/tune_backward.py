@@ -38,7 +38,12 @@ from ..kernels.wgrad_columns import MAX_ROW_COLUMNS, columns_split, row_columns
 from ..kernels.wgrad_halo import MAX_SHARED_BYTES as MAX_HALO_WGRAD_SHARED_BYTES
 from ..kernels.wgrad_halo import halo_wgrad_split, wgrad_halo_tiling
 from ..kernels.wgrad_toeplitz import split_rows as toeplitz_wgrad_split
-from ..kernels.wgrad_ws import input_by_tma, input_is_pixel_matrix, wgrad_ws_unsupported_reason
+from ..kernels.wgrad_ws import (
+    input_by_tma,
+    input_is_pixel_matrix,
+    slice_tiles_fit,
+    wgrad_ws_unsupported_reason,
+)
 from ..problem import ConvProblem, weight_gradient_layout
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
@@ -115,17 +120,23 @@ def _ws_wgrad_tiles(problem: ConvProblem) -> tuple[BackwardConfig, ...]:
     ``heuristics.ws_wgrad_config`` has the measurements). A 1x1 stride-1 filter (the input by
     TMA as a matrix): deep rings of small tiles (64x64 won c256 hw56 k64). Where the input could
     come by TMA in boxes of rows: both copies at the tiles that won one of ResNet-50's rows.
-    Gathering only: four stages at four tile shapes, and eight at 64x128."""
+    Gathering only: four and six stages at 128x128, four at three more tile shapes, and eight at
+    64x128. Where K fills them (:func:`~tileconv.kernels.wgrad_ws.slice_tiles_fit`), 192x128
+    tiles on three MMA warpgroups, gathered (and by TMA where it can); not for the pixel matrix,
+    whose split sums they multiply (session 41: 1.15x-1.7x slower there)."""
     def ws(block_m, block_n, block_k, warps, stages, copy):
         return BackwardConfig(block_m, block_n, block_k, 0, warps, stages, ws=copy)
 
     if input_is_pixel_matrix(problem):
         return ws(64, 64, 64, 4, 8, WS_TMA), ws(128, 128, 64, 4, 6, WS_TMA), ws(64, 128, 32, 4, 12, WS_TMA)
+    sliced = (ws(192, 128, 64, 4, 5, WS_GATHER),) if slice_tiles_fit(problem.k) else ()
     if input_by_tma(problem):
         return (ws(128, 128, 64, 4, 6, WS_TMA), ws(64, 128, 64, 4, 8, WS_GATHER), ws(64, 128, 64, 4, 8, WS_TMA),
-                ws(128, 128, 64, 4, 6, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER), ws(128, 128, 64, 4, 4, WS_TMA))
-    return (ws(128, 128, 64, 4, 4, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER), ws(128, 128, 64, 8, 4, WS_GATHER),
-            ws(64, 64, 64, 4, 4, WS_GATHER), ws(64, 128, 64, 4, 4, WS_GATHER), ws(64, 128, 64, 4, 8, WS_GATHER))
+                ws(128, 128, 64, 4, 6, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER), ws(128, 128, 64, 4, 4, WS_TMA),
+                *sliced, *(replace(c, ws=WS_TMA) for c in sliced))
+    return (ws(128, 128, 64, 4, 6, WS_GATHER), ws(128, 128, 64, 4, 4, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER),
+            ws(128, 128, 64, 8, 4, WS_GATHER), ws(64, 64, 64, 4, 4, WS_GATHER), ws(64, 128, 64, 4, 4, WS_GATHER),
+            ws(64, 128, 64, 4, 8, WS_GATHER), *sliced)
 
 
 def _halo_wgrad_candidates(problem: ConvProblem, base: BackwardConfig, limit: int) -> list[BackwardConfig]:
