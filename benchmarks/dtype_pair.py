@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -25,6 +24,7 @@ import torch  # noqa: E402
 
 import tileconv  # noqa: E402
 from tileconv.bench.peers import cudnn_call, reference_output  # noqa: E402
+from tileconv.bench.report import geomean  # noqa: E402
 from tileconv.bench.runner import time_round_robin  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.bench.timing import bench_us, device_name  # noqa: E402
@@ -68,11 +68,6 @@ def measure_row(case, batch: int | None, rounds: int, seed: int, device: str = "
             "cudnn_bf16_over_fp16": medians["cudnn bf16"] / medians["cudnn fp16"]}
 
 
-def _geomean(values) -> float:
-    values = list(values)
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--suite", default="resnet50")
@@ -98,9 +93,9 @@ def main() -> int:
         rows.append(row)
     ratios = [r["bf16_over_fp16"] for r in rows]
     worst = max(rows, key=lambda r: r["bf16_over_fp16"])
-    summary = {"geomean_bf16_over_fp16": _geomean(ratios), "worst_row": worst["name"],
+    summary = {"geomean_bf16_over_fp16": geomean(ratios), "worst_row": worst["name"],
                "worst_bf16_over_fp16": worst["bf16_over_fp16"], "best_bf16_over_fp16": min(ratios),
-               "cudnn_geomean_bf16_over_fp16": _geomean(r["cudnn_bf16_over_fp16"] for r in rows)}
+               "cudnn_geomean_bf16_over_fp16": geomean(r["cudnn_bf16_over_fp16"] for r in rows)}
     print(f"tileconv bf16 / fp16: geomean {summary['geomean_bf16_over_fp16']:.3f}, worst {worst['name']} "
           f"{summary['worst_bf16_over_fp16']:.3f}, best {summary['best_bf16_over_fp16']:.3f}; "
           f"cuDNN's geomean {summary['cudnn_geomean_bf16_over_fp16']:.3f}; all {len(rows)} rows right in both")
