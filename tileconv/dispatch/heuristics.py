@@ -771,6 +771,10 @@ def ws_wgrad_runs(problem: ConvProblem) -> bool:
     return input_by_tma(problem) or (problem.r * problem.s > 1 and problem.c >= WS_WGRAD_MIN_CHANNELS)
 
 
+# The ws wgrad's 192-channel tile (three MMA warpgroups), gathered: see ws_wgrad_config.
+WS_WGRAD_SLICED = BackwardConfig(block_m=192, block_n=128, block_k=64, num_warps=4, num_stages=5, ws=WS_GATHER)
+
+
 def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     """The warp-specialized wgrad's tile, as measured on ResNet-50's rows (H200, session 39,
     ``benchmarks/probe_wgrad_tma.py``; split-K is left to the launcher: one wave):
@@ -799,7 +803,7 @@ def ws_wgrad_config(problem: ConvProblem) -> BackwardConfig:
     tiles = cdiv(problem.k, 128) * (problem.c * problem.r * problem.s // 128)
     if tiles >= 66:
         if slice_tiles_fit(problem.k):
-            return BackwardConfig(block_m=192, block_n=128, block_k=64, num_warps=4, num_stages=5, ws=WS_GATHER)
+            return WS_WGRAD_SLICED
         return BackwardConfig(block_m=256, block_n=128, block_k=32, num_warps=8, num_stages=6, ws=WS_GATHER)
     if input_by_tma(problem):
         return tma_rows

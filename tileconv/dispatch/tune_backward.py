@@ -48,6 +48,7 @@ from ..problem import ConvProblem, weight_gradient_layout
 from ..testing import random_inputs, tolerance
 from . import cache, clear_selection_cache, dgrad_forward, same_kernel
 from .heuristics import (
+    WS_WGRAD_SLICED,
     choose_backward_algorithm,
     default_backward_config,
     triton_wgrad_config,
@@ -129,7 +130,7 @@ def _ws_wgrad_tiles(problem: ConvProblem) -> tuple[BackwardConfig, ...]:
 
     if input_is_pixel_matrix(problem):
         return ws(64, 64, 64, 4, 8, WS_TMA), ws(128, 128, 64, 4, 6, WS_TMA), ws(64, 128, 32, 4, 12, WS_TMA)
-    sliced = (ws(192, 128, 64, 4, 5, WS_GATHER),) if slice_tiles_fit(problem.k) else ()
+    sliced = (WS_WGRAD_SLICED,) if slice_tiles_fit(problem.k) else ()
     if input_by_tma(problem):
         return (ws(128, 128, 64, 4, 6, WS_TMA), ws(64, 128, 64, 4, 8, WS_GATHER), ws(64, 128, 64, 4, 8, WS_TMA),
                 ws(128, 128, 64, 4, 6, WS_GATHER), ws(256, 128, 32, 8, 6, WS_GATHER), ws(128, 128, 64, 4, 4, WS_TMA),

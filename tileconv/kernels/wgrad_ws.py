@@ -270,6 +270,8 @@ def conv2d_wgrad_ws_kernel(
     r = tap // S
     dh = r * dil_h - pad_h  # the tap's place in the input, from each output pixel's (p*U, q*V)
     dw = (tap - r * S) * dil_w - pad_w
+    # (Partition arguments are written out in each call, as in implicit_gemm_ws: a tuple held in
+    # a variable would turn the constexprs in it into tensors.)
     if SLICES == 3:
         gl.warp_specialize([
             (_wgrad_mma, (a_bufs, b_bufs, ready, empty, ws_ptr, K, steps, split, k0, col0,
@@ -347,9 +349,10 @@ class _TmaOperands:
 
 
 def _tma_operands(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, config: BackwardConfig, block_n: int,
-                  dtype) -> _TmaOperands | None:
+                  slice_m: int, dtype) -> _TmaOperands | None:
     """dy's and the input's descriptors where the loader copies both by TMA (``config.ws`` =
-    :data:`~.config.WS_TMA` and :func:`input_by_tma`), else None. The pixel matrix: both as
+    :data:`~.config.WS_TMA` and :func:`input_by_tma`), else None; dy's boxes ``slice_m``
+    channels wide (an MMA partition's: :func:`~.launch.ws_slices`). The pixel matrix: both as
     matrices, steps of ``block_k`` pixels. Otherwise dy as (N, P, Q, K) and the input as
     (N, H, W, C) or the strided view (N, P, Q, C), read in boxes of ``block_k // box_q`` output
     rows of ``box_q`` columns (the output width rounded up to a power of two, at most
@@ -362,7 +365,6 @@ def _tma_operands(problem: ConvProblem, grad: torch.Tensor, x: torch.Tensor, con
     def describe(t: torch.Tensor, block: list[int]) -> GluonTensorDescriptor:
         return GluonTensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
 
-    slice_m = config.block_m // ws_slices(config)  # dy's channels a box: an MMA partition's
     if input_is_pixel_matrix(problem):
         return _TmaOperands(describe(dy4d.reshape(problem.gemm_m, problem.k), [config.block_k, slice_m]),
                             describe(x4d.reshape(problem.gemm_m, problem.c), [config.block_k, block_n]),
@@ -437,9 +439,10 @@ def launch_wgrad_ws(
     columns = problem.c * problem.r * problem.s
     tiles = cdiv(problem.k, config.block_m) * (columns // block_n)
     dtype = _GLUON_DTYPES[problem.dtype]
-    copies = _tma_operands(problem, grad, x, config, block_n, dtype)
+    slice_m = config.block_m // slices  # dy's channels a box: an MMA partition's
+    copies = _tma_operands(problem, grad, x, config, block_n, slice_m, dtype)
     if copies is None:  # the input gathered: dy by TMA as the (N*P*Q, K) matrix
-        dy_block = [config.block_k, config.block_m // slices]
+        dy_block = [config.block_k, slice_m]
         dy_desc = GluonTensorDescriptor.from_tensor(dy2d, dy_block, gl.NVMMASharedLayout.get_default_for(dy_block, dtype))
         copies = _TmaOperands(dy_desc, None, 0, 1, problem.gemm_m)
     split = ws_split(copies.reduction, config.block_k, tiles, sm_count(grad.device) * ws_resident(config),
