@@ -57,7 +57,7 @@ def probe_row(name: str, k: int, c: int, split: int) -> None:
 
         def run():
             wgrad_finish_taps_kernel[(k * cdiv(c, block_c),)](
-                ws, grad, k * c, c, c, 1, 1, split, *grad.stride(), BLOCK_S=block_s, BLOCK_C=block_c,
+                ws, grad, k * c, c, c, 1, 1, split, *grad.stride(), BLOCK_S=block_s, BLOCK_C=block_c, WAIT_PRIOR=False,
                 num_warps=warps)
         return run
 

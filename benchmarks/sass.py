@@ -40,7 +40,8 @@ from tileconv.testing import random_inputs  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.int32: "i32"}
-OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2")
+OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2", "PREEXIT", "ACQBULK")
+# (PREEXIT: griddepcontrol.launch_dependents; ACQBULK: griddepcontrol.wait -- programmatic dependent launch)
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
@@ -177,14 +178,18 @@ def inspect_problem(problem, algorithm: str, config: LaunchConfig, int64: bool =
 
 def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorithm: str | None = None,
                      dtype: torch.dtype = torch.float16, hopper: bool = False,
-                     config: BackwardConfig | None = None) -> dict:
+                     config: BackwardConfig | None = None, programmatic: bool = False,
+                     which: str | None = None) -> dict:
     """As :func:`inspect` for the backward kernels (``gradient`` 'dgrad' or 'wgrad'; the
     depthwise kernels for a depthwise case unless ``algorithm`` says otherwise). The
     interpreter runs them in the tests; only a compile for the GPU finds type errors that
     the interpreter accepts, and compiler failures (an fp32 depthwise dgrad on the
     tensor-core kernel once failed to compile: K/g = 1 specialised to a constant).
     ``hopper``: the heuristics and launchers answer as on an sm_90 GPU (the warp-specialized
-    wgrad, kernels/wgrad_ws.py, runs only there). ``config``: a config instead of the heuristics'."""
+    wgrad, kernels/wgrad_ws.py, runs only there). ``config``: a config instead of the heuristics'.
+    ``programmatic``: the launchers answer as with programmatic dependent launch on
+    (:func:`tileconv._runtime.programmatic_launch`). ``which``: the kernel compiled (default:
+    the gradient's own, conv2d_<gradient>_...; the split sums are wgrad_finish_*)."""
     import tileconv.kernels.dgrad as dgrad
     import tileconv.kernels.wgrad as wgrad
     import tileconv.kernels.wgrad_columns as wgrad_columns
@@ -197,7 +202,8 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     if hopper:
         saved_hopper, launch._is_hopper = launch._is_hopper, lambda: True
         try:
-            return inspect_backward(gradient, case_name, int64, algorithm, dtype, config=config)
+            return inspect_backward(gradient, case_name, int64, algorithm, dtype, config=config,
+                                    programmatic=programmatic, which=which)
         finally:
             launch._is_hopper = saved_hopper
 
@@ -211,9 +217,14 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     # copies); the gradient's own kernel, conv2d_<gradient>_..., is compiled.
     modules = (dgrad, wgrad, wgrad_columns, wgrad_halo, wgrad_toeplitz, wgrad_ws, launch)  # (launch: the plane copies)
     saved = [(m, name, getattr(m, name)) for m in modules for name in dir(m) if name.endswith("_kernel")]
+    if programmatic:
+        saved += [(m, "programmatic_launch", m.programmatic_launch) for m in modules if hasattr(m, "programmatic_launch")]
     recorders = {}
     try:
         for module, name, kernel in saved:
+            if name == "programmatic_launch":
+                setattr(module, name, lambda device: True)
+                continue
             recorders.setdefault(name, _Recorder(kernel))
             setattr(module, name, recorders[name])
         pair = get_backward_algorithm(algorithm)
@@ -227,12 +238,12 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
         for module, name, kernel in saved:
             setattr(module, name, kernel)
     (kernel_name, recorder), = [(name, r) for name, r in recorders.items()
-                                if name.startswith(f"conv2d_{gradient}") and r.calls]
+                                if (name == which if which else name.startswith(f"conv2d_{gradient}")) and r.calls]
     args, kwargs = recorder.calls[0]
     source, options = _specialise(recorder.kernel, args, dict(kwargs, INT64=int64))
     compiled = triton.compile(source, target=TARGET, options=options)
     return {"algorithm": gradient, "case": case_name, "int64": int64, "kernel": kernel_name, "config": str(config),
-            "dtype": TYPES[dtype], "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+            "dtype": TYPES[dtype], "programmatic": programmatic, "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
 def inspect_ladder(algorithm: str, case_name: str) -> dict:
@@ -375,6 +386,11 @@ def main() -> int:
     # Its 192-channel tiles (three MMA warpgroups), the input gathered and by TMA.
     rows += [inspect_backward("wgrad", "r50 c512 hw7 k512 3x3/1", False, "implicit_gemm", hopper=True, config=config)
              for config in WGRAD_WS_SLICES]
+    # Programmatic dependent launch: the ws wgrad and the Triton one signal the split sums, which wait.
+    rows += [inspect_backward("wgrad", "r50 c256 hw14 k256 3x3/1", False, algorithm, hopper=hopper, programmatic=True,
+                              which=which)
+             for algorithm, hopper, which in (("implicit_gemm", True, None), ("implicit_gemm", False, None),
+                                              ("implicit_gemm", True, "wgrad_finish_taps_kernel"))]
     if "--json" in sys.argv:
         print(json.dumps(rows))
         return 0

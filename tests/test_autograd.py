@@ -986,3 +986,69 @@ def test_split_sums_land_in_the_weights_order(c_per_group, groups, r, s, split, 
     sum_splits(problem, workspace, grad_weight, split)
     want = workspace.double().sum(0).reshape(k, r, s, c_per_group).permute(0, 3, 1, 2)
     torch.testing.assert_close(grad_weight.double().cpu(), want.cpu(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", [BackwardConfig(128, 128, 64, split_k=8, num_warps=4, num_stages=4, ws=WS_TMA),
+                                    BackwardConfig(64, 64, 32, split_k=8, num_warps=4, num_stages=3)],
+                         ids=["ws", "triton"])
+def test_split_sums_wait_on_a_programmatic_launch(config: BackwardConfig, seed: int):
+    """On Hopper the split sums are a programmatic dependent launch (tileconv._runtime.programmatic_launch):
+    scheduled once every program of the weight gradient has started, they wait in the kernel
+    (griddepcontrol.wait) for its partial sums. Eight splits into a NaN-poisoned gradient, three
+    calls with fresh inputs (the first records, the others replay the plan), and the same inside
+    a CUDA graph: every result the float64 one; the recorded sums launch is programmatic."""
+    from tileconv import call_plans
+    from tileconv._runtime import programmatic_launch
+    from tileconv.functional import conv2d_backward_problem
+    from tileconv.kernels import fast_launch
+    from tileconv.kernels.backward import aten_convolution_backward
+
+    if not programmatic_launch(torch.device("cuda")):
+        pytest.skip("programmatic dependent launch needs compute capability 9.0 (and TILECONV_PDL unset or 1)")
+    if config.ws and _ws_wgrad_reason() is not None:
+        pytest.skip(f"wgrad ws: {_ws_wgrad_reason()}")
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    problem = tileconv.ConvProblem(4, 128, 14, 14, 128, 3, 3, padding=(1, 1), dtype=torch.float16, layout="nhwc")
+    weight = torch.randn(problem.weight_shape, generator=gen, device="cuda", dtype=torch.float16)
+
+    def fresh():
+        x = torch.randn(problem.input_shape, generator=gen, device="cuda", dtype=torch.float16)
+        grad = torch.randn(problem.output_shape, generator=gen, device="cuda", dtype=torch.float16)
+        return (x.contiguous(memory_format=torch.channels_last), grad.contiguous(memory_format=torch.channels_last))
+
+    def check(got, x, grad, context):
+        want = aten_convolution_backward(problem, grad.double(), x.double(), weight.double(), False, True)[1]
+        assert_conv_close(got, want, BACKWARD_TOLERANCE[problem.dtype], context=f"{context} (seed {seed})")
+
+    def call():
+        torch.full((4 << 20,), float("nan"), device="cuda")  # freed: the workspace's blocks poisoned
+        return conv2d_backward_problem(problem, grad, x, weight, False, True, algo="implicit_gemm",
+                                       wgrad_config=config)[1]
+
+    x, grad = fresh()
+    replays = call_plans.set_enabled(False)  # (a plan's own recording would leave this one empty)
+    try:
+        with fast_launch.recording() as record:
+            got = call()
+    finally:
+        call_plans.set_enabled(replays)
+    check(got, x, grad, "recorded")
+    compiled = record.steps[-1][0]
+    assert compiled.metadata.launch_pdl and compiled.name.startswith("wgrad_finish"), compiled.name
+    for attempt in range(3):  # the first records a plan, the others replay it
+        x, grad = fresh()
+        check(call(), x, grad, f"call {attempt}")
+    x, grad = fresh()
+    static = {"x": x, "grad": grad}
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        _, static["out"] = conv2d_backward_problem(problem, static["grad"], static["x"], weight, False, True,
+                                                   algo="implicit_gemm", wgrad_config=config)
+    for replay in range(2):
+        x, grad = fresh()
+        static["x"].copy_(x)
+        static["grad"].copy_(grad)
+        static["out"].fill_(float("nan"))
+        graph.replay()
+        check(static["out"], x, grad, f"graph replay {replay}")

@@ -104,6 +104,16 @@ def test_fast_paths_use_hopper_instructions():
                 assert row["LDGSTS.128"] == row["LDGSTS"] > 0, where
         if row["kernel"] == "conv2d_dgrad_depthwise_kernel":  # (the weight's taps are scalars)
             assert row["LDG.128"] > 0 and row["STG.128"] == row["STG"], "narrow loads or stores: " + where
+        # Programmatic dependent launch (tileconv._runtime.programmatic_launch): a weight gradient
+        # signals its split sums (griddepcontrol.launch_dependents), which wait for it (.wait);
+        # without it, neither instruction.
+        if row.get("programmatic") and row["kernel"].startswith("wgrad_finish"):
+            assert row["ACQBULK"] > 0 and row["PREEXIT"] == 0, where
+        elif row.get("programmatic"):
+            assert row["PREEXIT"] > 0 and row["ACQBULK"] == 0, where
+        else:
+            assert row["PREEXIT"] == row["ACQBULK"] == 0, where
+    assert sum(bool(row.get("programmatic")) for row in rows) == 3
 
 
 def test_dense_heuristic_launches_neither_spill_nor_serialize_wgmma():

@@ -76,3 +76,29 @@ def programs_resident(device, shared_bytes: int) -> int:
             props = torch.cuda.get_device_properties(index)
             per_sm = _sm_shared[index] = getattr(props, "shared_memory_per_multiprocessor", 0) or DEFAULT_SM_SHARED_BYTES
     return programs_fitting(per_sm, shared_bytes)
+
+
+# Programmatic dependent launch (PDL, compute capability 9.0 on): a kernel launched with it may be
+# scheduled while the kernel before it in the stream is still running, once every program of that
+# kernel has signalled (``griddepcontrol.launch_dependents``) or exited; it waits for that kernel's
+# completion and memory (``griddepcontrol.wait``) before it reads anything. tileconv launches the
+# second kernel of a call (the split sums after a weight gradient) this way, so that its launch and
+# its programs' arrival on the SMs overlap the first kernel's last wave. ``TILECONV_PDL=0`` turns it
+# off (the probes' A/B switch; this module attribute is read at every launch).
+PDL_ENABLED: bool = os.environ.get("TILECONV_PDL", "1") != "0"
+_pdl_capable: dict[int, bool] = {}
+
+
+def programmatic_launch(device) -> bool:
+    """Whether a launch on ``device`` uses programmatic dependent launch: a CUDA device of
+    compute capability 9.0 or later (``griddepcontrol`` is sm_90 PTX), not under the
+    interpreter, :data:`PDL_ENABLED` set. Read once per device, as :func:`sm_count`."""
+    if not PDL_ENABLED or device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else 0
+    capable = _pdl_capable.get(index)
+    if capable is None:
+        import torch
+
+        capable = _pdl_capable[index] = torch.cuda.get_device_capability(index) >= (9, 0)
+    return capable

@@ -1,11 +1,14 @@
 """Pieces shared by every tileconv kernel: the epilogue, applied to an fp32 tile.
 
 The activation codes are the ones :mod:`tileconv.epilogue` defines; ``alpha`` and
-``beta`` are that module's two parameters (leaky slope, clamp bounds).
+``beta`` are that module's two parameters (leaky slope, clamp bounds). Also the pixel
+walks of the implicit GEMMs, and Gluon's signal to a programmatically launched next kernel.
 """
 
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 
 # Codes from tileconv.epilogue._ACTIVATIONS (kept literal: constexpr comparisons).
 _NONE, _RELU, _RELU6, _LEAKY, _SILU, _GELU, _GELU_TANH, _SIGMOID, _TANH, _HARDSWISH, _CLAMP = range(11)
@@ -261,3 +264,12 @@ def epilogue_at(
     if HAS_RESIDUAL:
         acc += tl.load(res_ptr + res_offs, mask=mask, other=0.0).to(tl.float32)
     return apply_activation(acc, ACTIVATION, alpha, beta)
+
+
+@gluon.jit
+def signal_dependents():
+    """Gluon's ``gdc_launch_dependents``: let the kernel launched programmatically after this
+    one (:func:`~tileconv._runtime.programmatic_launch`) be scheduled once every program of this
+    grid has signalled or exited (the first thread of a program to issue it signals for it)."""
+    gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
+                              is_pure=False, pack=1)

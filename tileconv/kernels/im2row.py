@@ -21,6 +21,7 @@ pipelined; ``tune`` races it against the implicit GEMM's fused slices.
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
 
 @triton.jit(do_not_specialize=["ROWS", "H", "W", "Q", "stride_w", "pad_w", "dil_w"])
@@ -36,7 +37,12 @@ def unroll_columns_kernel(
     CHANNELS: tl.constexpr,
     BLOCK_ROWS: tl.constexpr, BLOCK_J: tl.constexpr,  # BLOCK_J: CHANNELS as a power of two
     INT64: tl.constexpr,
+    # The kernel after it waits on it programmatically (:func:`~tileconv._runtime.programmatic_launch`):
+    # let that kernel be scheduled once every program of this grid has started.
+    SIGNAL_DEPENDENTS: tl.constexpr,
 ):
+    if SIGNAL_DEPENDENTS:
+        gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
     if INT64:
         rows = rows.to(tl.int64)

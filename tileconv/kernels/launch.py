@@ -1486,7 +1486,8 @@ def launch_im2row(
            x, xr, rows, problem.h, problem.w, problem.out_w,
            problem.stride[1], problem.padding[1], problem.dilation[1], *kernel_strides(x),
            C=problem.c, S=problem.s, CHANNELS=channels, BLOCK_ROWS=IM2ROW_COPY_ROWS,
-           BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(unrolled), num_warps=4)
+           BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(unrolled), SIGNAL_DEPENDENTS=False,
+           num_warps=4)
     return launch_implicit_gemm(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, channels),
                                 bias, residual, out, config)
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from .._runtime import cdiv, kernel_strides
+from .._runtime import cdiv, kernel_strides, programmatic_launch
 from ..problem import ConvProblem
 from .common import advance_pixels, divide, output_pixels, pixel_count, pixel_steps
 from .config import BackwardConfig, dot_constexprs, needs_int64
@@ -86,7 +87,12 @@ def conv2d_wgrad_kernel(
     # 1x1, stride 1, no padding, and both tensors dense over (n, h, w) (stride_n = H*stride_h,
     # stride_h = W*stride_w): pixel m sits at m * stride_w in both, no decoding, no halo.
     FLAT: tl.constexpr = False,
+    # The split sums follow as a programmatic dependent launch (:func:`sum_splits`): let them
+    # be scheduled once every program of this grid has started.
+    SIGNAL_DEPENDENTS: tl.constexpr = False,
 ):
+    if SIGNAL_DEPENDENTS:
+        gdc_launch_dependents()
     L = pixel_count(N, P, Q, INT64)
     T = C_PER_GROUP * R * S
     num_m = tl.cdiv(K_PER_GROUP, BLOCK_M)
@@ -166,9 +172,14 @@ def conv2d_wgrad_kernel(
 
 
 @triton.jit
-def _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr):
+def _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr,
+                 WAIT_PRIOR: tl.constexpr):
     """The sum over the SPLIT splits of the partial sums at ``offs_e`` (fp32 workspace
-    [SPLIT, KT]), BLOCK_S splits at a time, in a fixed order (deterministic)."""
+    [SPLIT, KT]), BLOCK_S splits at a time, in a fixed order (deterministic). ``WAIT_PRIOR``
+    (a programmatic dependent launch, :func:`~tileconv._runtime.programmatic_launch`): first
+    wait until the kernel that wrote them has finished and its writes are visible."""
+    if WAIT_PRIOR:
+        gdc_wait()
     offs_s = tl.arange(0, BLOCK_S)
     acc = tl.zeros((BLOCK_S, BLOCK_E), dtype=tl.float32)
     for s0 in range(0, SPLIT, BLOCK_S):
@@ -185,6 +196,7 @@ def wgrad_finish_kernel(
     KT, T, C_PER_GROUP, S, SPLIT,
     stride_ok, stride_oc, stride_or, stride_ow,
     BLOCK_S: tl.constexpr, BLOCK_E: tl.constexpr,
+    WAIT_PRIOR: tl.constexpr,  # launched programmatically after the kernel writing ws_ptr: wait for it
 ):
     """Sum the splits and write element e = k*T + t, t = (r, s, c), to the weight's
     (k, c, r, s). Each program reads BLOCK_S splits of BLOCK_E elements at a time (split-K
@@ -192,7 +204,7 @@ def wgrad_finish_kernel(
     walking them all); the sum runs in a fixed order (deterministic)."""
     offs_e = tl.program_id(0).to(tl.int64) * BLOCK_E + tl.arange(0, BLOCK_E)
     mask_e = offs_e < KT
-    total = _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S, BLOCK_E)
+    total = _split_total(ws_ptr, offs_e, mask_e, KT, SPLIT, BLOCK_S, BLOCK_E, WAIT_PRIOR)
     k, t = divide(offs_e, T)
     tap, c = divide(t, C_PER_GROUP)
     r, s = divide(tap, S)
@@ -207,6 +219,7 @@ def wgrad_finish_taps_kernel(
     KT, T, C_PER_GROUP, S, TAPS, SPLIT,
     stride_ok, stride_oc, stride_or, stride_ow,
     BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr,
+    WAIT_PRIOR: tl.constexpr,  # as wgrad_finish_kernel's
 ):
     """:func:`wgrad_finish_kernel` for wide groups (C/g of 32 and more): a program sums the
     splits of one output channel's one tap over BLOCK_C channels, so that its (k, r, s) are
@@ -223,7 +236,7 @@ def wgrad_finish_taps_kernel(
     s = tap - r * S
     offs_e = k.to(tl.int64) * T + tap * C_PER_GROUP + c
     mask_c = c < C_PER_GROUP
-    total = _split_total(ws_ptr, offs_e, mask_c, KT, SPLIT, BLOCK_S, BLOCK_C)
+    total = _split_total(ws_ptr, offs_e, mask_c, KT, SPLIT, BLOCK_S, BLOCK_C, WAIT_PRIOR)
     tl.store(out_ptr + k.to(tl.int64) * stride_ok + c * stride_oc + r * stride_or + s * stride_ow,
              total.to(out_ptr.dtype.element_ty), mask=mask_c)
 
@@ -250,6 +263,7 @@ def conv2d_wgrad_depthwise_kernel(
     BLOCK_C: tl.constexpr,
     ROW_TILES: tl.constexpr,  # tiles inside one output row, or runs of the flattened pixels
     INT64: tl.constexpr,
+    SIGNAL_DEPENDENTS: tl.constexpr,  # the split sums follow programmatically (:func:`.wgrad.sum_splits`)
 ):
     """dw[k, 0, r, s] = sum_{n, p, q} dy[n, k, p, q] * x[n, k // MULT, p*U - pad_h + r*dil_h, q*V - pad_w + s*dil_w].
     Grid: (channel blocks, filter rows r, splits). A program walks its CHUNK of the output
@@ -266,6 +280,8 @@ def conv2d_wgrad_depthwise_kernel(
     where runs of the flattened pixels are the tiles. (Earlier forms: one tap a program,
     reading dy and x from L2 once a tap; per-tap block reductions each tile; taps first, so
     that each thread converted dy again: benchmarks/NOTES.md, session 13.)"""
+    if SIGNAL_DEPENDENTS:
+        gdc_launch_dependents()
     offs_c = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     r = tl.program_id(1)
     split = tl.program_id(2)
@@ -395,7 +411,11 @@ def direct_column_stride(problem: ConvProblem, grad_weight: torch.Tensor) -> int
 def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch.Tensor, split: int) -> None:
     """grad_weight = the sum of ``workspace``'s splits ([split, K, C/g*R*S] fp32, columns
     t = (r, s, c)), by :func:`wgrad_finish_kernel` (a Triton launch, so that a replayed call
-    (:mod:`tileconv.call_plans`) repeats it)."""
+    (:mod:`tileconv.call_plans`) repeats it). On Hopper it is a programmatic dependent launch
+    (:func:`~tileconv._runtime.programmatic_launch`) waiting for the kernel before it: its
+    launch and its programs' arrival overlap that kernel's last wave (the weight gradient
+    kernels signal it as their programs start: ``SIGNAL_DEPENDENTS``)."""
+    pdl = programmatic_launch(workspace.device)
     columns = problem.c_per_group * problem.r * problem.s
     elements = problem.k * columns
     if problem.c_per_group >= FINISH_TAP_MIN_CHANNELS:  # a program a (k, tap) and channel block
@@ -407,7 +427,8 @@ def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch
         block_s = min(FINISH_TILE // block_c, 1 << (split - 1).bit_length())
         launch(wgrad_finish_taps_kernel, (problem.k * taps * cdiv(problem.c_per_group, block_c),),
                workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, taps, split,
-               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_C=block_c, num_warps=FINISH_TAP_WARPS)
+               *grad_weight.stride(), BLOCK_S=block_s, BLOCK_C=block_c, WAIT_PRIOR=pdl,
+               num_warps=FINISH_TAP_WARPS, launch_pdl=pdl)
         return
     # A power of two covering the splits, at most FINISH_MAX_SPLITS: a small weight with
     # hundreds of splits (the depthwise kernel's) is summed in a few wide steps. Up to 16
@@ -417,7 +438,7 @@ def sum_splits(problem: ConvProblem, workspace: torch.Tensor, grad_weight: torch
     block_e = FINISH_BLOCK if block_s <= 16 else FINISH_TILE // block_s
     launch(wgrad_finish_kernel, (cdiv(elements, block_e),),
            workspace, grad_weight, elements, columns, problem.c_per_group, problem.s, split,
-           *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=block_e, num_warps=4)
+           *grad_weight.stride(), BLOCK_S=block_s, BLOCK_E=block_e, WAIT_PRIOR=pdl, num_warps=4, launch_pdl=pdl)
 
 
 def launch_wgrad_implicit_gemm(
@@ -444,6 +465,7 @@ def launch_wgrad_implicit_gemm(
         INT64=needs_int64(problem),
         TAP_TILE=problem.c_per_group % config.block_n == 0,
         FLAT=_flat_pixels(problem, grad, x),
+        SIGNAL_DEPENDENTS=summed and programmatic_launch(grad.device),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     if summed:
@@ -502,7 +524,7 @@ def launch_wgrad_depthwise(
         problem.s, chunk,
         MULTIPLIER=problem.k // problem.c, BLOCK_S=triton.next_power_of_2(problem.s),
         BLOCK_M=config.block_m, BLOCK_C=config.block_n, ROW_TILES=row_tiles, INT64=needs_int64(problem),
-        num_warps=config.num_warps, num_stages=config.num_stages,
+        SIGNAL_DEPENDENTS=programmatic_launch(grad.device), num_warps=config.num_warps, num_stages=config.num_stages,
     )
     sum_splits(problem, out, grad_weight, split)
     return split

@@ -35,8 +35,9 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from .._runtime import INT32_LIMIT, cdiv, kernel_strides, pow2_at_least
+from .._runtime import INT32_LIMIT, cdiv, kernel_strides, pow2_at_least, programmatic_launch
 from ..problem import ConvProblem
 from .common import advance_pixels, output_pixels, pixel_count, pixel_steps
 from .config import BackwardConfig, dot_constexprs, needs_int64
@@ -110,9 +111,13 @@ def conv2d_wgrad_columns_kernel(
     STRIDE_W: tl.constexpr, CP: tl.constexpr, J: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, INT64: tl.constexpr,
+    PROGRAMMATIC: tl.constexpr,  # launched programmatically after the padding copy; the split sums after it
 ):
     """One (BLOCK_M output channels, BLOCK_N / J filter rows) tile and one split of the pixels
     a program, tiles fastest (the programs running at once share a split's pixels)."""
+    if PROGRAMMATIC:  # (:func:`~tileconv._runtime.programmatic_launch`)
+        gdc_launch_dependents()
+        gdc_wait()  # the padding copy's xs, complete and visible
     num_m = tl.cdiv(K, BLOCK_M)
     tiles = num_m * tl.cdiv(R * J, BLOCK_N)
     pid = tl.program_id(0)
@@ -183,12 +188,14 @@ def launch_wgrad_columns(
                          f"{row} columns here (a multiple of {row})")
     width = padded_width(problem)
     xs = scratch((problem.n, problem.h, width, cp), x.dtype, x.device)
+    pdl = programmatic_launch(x.device)  # the GEMM and the sums each wait on the kernel before
     int64 = needs_int64(problem) or xs.numel() >= INT32_LIMIT
     rows = problem.n * problem.h * width
     copy_rows = COPY_ELEMENTS // cp
     launch(unroll_columns_kernel, (cdiv(rows, copy_rows),),
            x, xs, rows, problem.h, problem.w, width, 1, problem.padding[1], 1, *kernel_strides(x),
-           C=problem.c, S=1, CHANNELS=cp, BLOCK_ROWS=copy_rows, BLOCK_J=cp, INT64=int64, num_warps=4)
+           C=problem.c, S=1, CHANNELS=cp, BLOCK_ROWS=copy_rows, BLOCK_J=cp, INT64=int64, SIGNAL_DEPENDENTS=pdl,
+           num_warps=4)
 
     tiles, chunk, split = columns_split(problem, config)
     out = scratch((split, problem.k, problem.c * problem.r * problem.s), torch.float32, grad.device)
@@ -199,6 +206,7 @@ def launch_wgrad_columns(
            *kernel_strides(grad), xs.stride(0), xs.stride(1), *out.stride(), chunk,
            STRIDE_W=problem.stride[1], CP=cp, J=row,
            BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-           **dot_constexprs(problem), INT64=int64, num_warps=config.num_warps, num_stages=config.num_stages)
+           **dot_constexprs(problem), INT64=int64, PROGRAMMATIC=pdl, num_warps=config.num_warps,
+           num_stages=config.num_stages, launch_pdl=pdl)
     sum_splits(problem, out, grad_weight, split)
     return split

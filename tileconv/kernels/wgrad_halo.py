@@ -40,8 +40,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from .._runtime import cdiv, pow2_at_least
+from .._runtime import cdiv, pow2_at_least, programmatic_launch
 from ..problem import ConvProblem
+from .common import signal_dependents
 from .config import BackwardConfig, needs_int64
 from .fast_launch import launch
 from .fast_launch import workspace as scratch
@@ -136,7 +137,10 @@ def conv2d_wgrad_depthwise_halo_kernel(
     BUFFERS: gl.constexpr,  # 2: the next tile's copies fly while this one is summed; 1: half the shared memory
     TAP_ROWS: gl.constexpr,  # filter rows a program (divides R): rows r0.. of grid axis 2
     INT64: gl.constexpr,
+    SIGNAL_DEPENDENTS: gl.constexpr,  # the split sums follow programmatically (:func:`.wgrad.sum_splits`)
 ):
+    if SIGNAL_DEPENDENTS:
+        signal_dependents()
     HH: gl.constexpr = (TILE_H - 1) * U + (TAP_ROWS - 1) * DIL_H + 1
     WW: gl.constexpr = (TILE_W - 1) * V + (S - 1) * DIL_W + 1
     CHUNKS: gl.constexpr = (HH * WW + CHUNK - 1) // CHUNK
@@ -366,7 +370,7 @@ def launch_wgrad_depthwise_halo(
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
         CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps, BUFFERS=tiling.buffers,
         TAP_ROWS=tiling.tap_rows,
-        INT64=needs_int64(problem), num_warps=config.num_warps,
+        INT64=needs_int64(problem), SIGNAL_DEPENDENTS=programmatic_launch(grad.device), num_warps=config.num_warps,
     )
     sum_splits(problem, out, grad_weight, split)
     return split

@@ -36,8 +36,9 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents
 
-from .._runtime import INT32_LIMIT, cdiv, pow2_at_least
+from .._runtime import INT32_LIMIT, cdiv, pow2_at_least, programmatic_launch
 from ..problem import ConvProblem
 from .config import BackwardConfig, dot_constexprs, needs_int64
 from .fast_launch import launch
@@ -70,7 +71,10 @@ def conv2d_wgrad_depthwise_toeplitz_kernel(
     BLOCK_Q: tl.constexpr,  # output columns a step of the exact (non-finite) path
     DOT_PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
     INT64: tl.constexpr,
+    SIGNAL_DEPENDENTS: tl.constexpr,  # the split sums follow programmatically (:func:`.wgrad.sum_splits`)
 ):
+    if SIGNAL_DEPENDENTS:
+        gdc_launch_dependents()
     k = tl.program_id(0)
     split = tl.program_id(1)
     if INT64:
@@ -193,7 +197,7 @@ def launch_wgrad_depthwise_toeplitz(
         problem.r, problem.s, jw, per_split,
         V=problem.stride[1], MULTIPLIER=problem.k // problem.c,
         BLOCK_R=pow2_at_least(problem.r, 16), BLOCK_S=pow2_at_least(problem.s, 16), BLOCK_J=block_j,
-        BLOCK_Q=8, **dot_constexprs(problem), INT64=int64,
+        BLOCK_Q=8, **dot_constexprs(problem), INT64=int64, SIGNAL_DEPENDENTS=programmatic_launch(grad.device),
         num_warps=config.num_warps, num_stages=config.num_stages,
     )
     sum_splits(problem, out, grad_weight, split)

@@ -53,9 +53,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 
-from .._runtime import INT32_LIMIT, cdiv, sm_count
+from .._runtime import INT32_LIMIT, cdiv, programmatic_launch, sm_count
 from ..problem import ConvProblem
-from .common import advance_pixels, output_pixels, pixel_steps, tile_origin
+from .common import advance_pixels, output_pixels, pixel_steps, signal_dependents, tile_origin
 from .config import WS_TMA, BackwardConfig, needs_int64
 from .fast_launch import launch
 from .launch import (
@@ -239,7 +239,10 @@ def conv2d_wgrad_ws_kernel(
     BOX_Q: gl.constexpr,  # 0: pixel steps of BLOCK_K consecutive pixels; else boxes of BOX_Q columns (X_TMA)
     SLICES: gl.constexpr,  # 1, or 3: MMA partitions of one warpgroup sharing each tile's BLOCK_M = 192 channels
     SLICE_REGS: gl.constexpr,  # (SLICES = 3) the second and third slices' registers a thread
+    SIGNAL_DEPENDENTS: gl.constexpr,  # the split sums follow as a programmatic dependent launch
 ):
+    if SIGNAL_DEPENDENTS:  # (once every program has started: :func:`~tileconv.kernels.wgrad.sum_splits`)
+        signal_dependents()
     dtype: gl.constexpr = dy_desc.dtype
     VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
@@ -458,7 +461,8 @@ def launch_wgrad_ws(
            LOADER_WARPS=1 if copies.x is not None else WS_LOADER_WARPS,
            LOADER_REGS=WS_TMA_LOADER_REGS if copies.x is not None else WS_LOADER_REGS,
            NUM_WARPS=config.num_warps, INT64=needs_int64(problem), X_TMA=copies.x is not None, BOX_Q=copies.box_q,
-           SLICES=slices, SLICE_REGS=WS_SLICE_REGS, num_warps=config.num_warps,
+           SLICES=slices, SLICE_REGS=WS_SLICE_REGS, SIGNAL_DEPENDENTS=summed and programmatic_launch(grad.device),
+           num_warps=config.num_warps,
            maxnreg=WS_SLICE_MAX_REGS if slices > 1 else WS_MAX_REGS[config.num_warps])
     if summed:
         sum_splits(problem, out, grad_weight, split)
