@@ -33,11 +33,16 @@ from tileconv.bench.timing import event_median_ms  # noqa: E402
 from tileconv.testing import random_inputs  # noqa: E402
 
 
-def timed(call, pdl: bool) -> float:
-    """Microseconds of ``call`` with PDL set to ``pdl`` (the call plans recorded afresh: a plan
-    keeps the launches it recorded, programmatic or not)."""
+def use_pdl(pdl: bool) -> None:
+    """PDL on or off for the launches that follow, the call plans recorded afresh (a plan keeps
+    the launches it recorded, programmatic or not)."""
     runtime.PDL_ENABLED = pdl
     call_plans.clear()
+
+
+def timed(call, pdl: bool) -> float:
+    """Microseconds of ``call`` with PDL set to ``pdl``."""
+    use_pdl(pdl)
     return event_median_ms(call) * 1000.0
 
 
@@ -63,8 +68,7 @@ def main() -> None:
         call = _tileconv_pass_call(problem, inputs, grad, args.pass_name, "auto")
         checks = {}
         for pdl in (True, False):
-            runtime.PDL_ENABLED = pdl
-            call_plans.clear()
+            use_pdl(pdl)
             for _ in range(2):  # recorded, then replayed
                 check = _compare_all(call(), reference, tols)
             checks["on" if pdl else "off"] = (check.ok, check.rel_err)
@@ -81,7 +85,6 @@ def main() -> None:
         results.append(row)
         print(f"{case.name:32s} on {us['on']:7.1f}  off {us['off']:7.1f}  cudnn {us['cudnn']:7.1f}  "
               f"on/off {row['on_over_off']:.3f}  ok {checks}", flush=True)
-    runtime.PDL_ENABLED = True
     summary = {label: geomean([r[label] for r in results]) for label in ("on_over_off", "speedup_on", "speedup_off")}
     print("geomean", {k: round(v, 4) for k, v in summary.items()})
     if args.json:

@@ -206,6 +206,18 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
                                     programmatic=programmatic, which=which)
         finally:
             launch._is_hopper = saved_hopper
+    modules = (dgrad, wgrad, wgrad_columns, wgrad_halo, wgrad_toeplitz, wgrad_ws, launch)  # (launch: the plane copies)
+    if programmatic:  # (CPU tensors: programmatic_launch would say no)
+        owners = [m for m in modules if hasattr(m, "programmatic_launch")]
+        originals = [m.programmatic_launch for m in owners]
+        for module in owners:
+            module.programmatic_launch = lambda device: True
+        try:
+            row = inspect_backward(gradient, case_name, int64, algorithm, dtype, config=config, which=which)
+        finally:
+            for module, original in zip(owners, originals, strict=True):
+                module.programmatic_launch = original
+        return {**row, "programmatic": True}
 
     case = next(c for suite in ("resnet50", "depthwise") for c in get_suite(suite) if c.name == case_name)
     problem = case.problem(dtype, "nhwc", "none", batch=2)
@@ -215,16 +227,10 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     grad = torch.randn(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
     # Every kernel the backward modules launch is recorded, not run (the split sums, the plane
     # copies); the gradient's own kernel, conv2d_<gradient>_..., is compiled.
-    modules = (dgrad, wgrad, wgrad_columns, wgrad_halo, wgrad_toeplitz, wgrad_ws, launch)  # (launch: the plane copies)
     saved = [(m, name, getattr(m, name)) for m in modules for name in dir(m) if name.endswith("_kernel")]
-    if programmatic:
-        saved += [(m, "programmatic_launch", m.programmatic_launch) for m in modules if hasattr(m, "programmatic_launch")]
     recorders = {}
     try:
         for module, name, kernel in saved:
-            if name == "programmatic_launch":
-                setattr(module, name, lambda device: True)
-                continue
             recorders.setdefault(name, _Recorder(kernel))
             setattr(module, name, recorders[name])
         pair = get_backward_algorithm(algorithm)
@@ -243,7 +249,7 @@ def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorit
     source, options = _specialise(recorder.kernel, args, dict(kwargs, INT64=int64))
     compiled = triton.compile(source, target=TARGET, options=options)
     return {"algorithm": gradient, "case": case_name, "int64": int64, "kernel": kernel_name, "config": str(config),
-            "dtype": TYPES[dtype], "programmatic": programmatic, "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+            "dtype": TYPES[dtype], "programmatic": False, "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
 
 
 def inspect_ladder(algorithm: str, case_name: str) -> dict:
