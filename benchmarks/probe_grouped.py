@@ -5,11 +5,20 @@ poisoned first and checked against float32 F.conv2d, and one row rerun with Inf 
 (the merged groups' redo). Prints each kernel's registers and spills and its first call's seconds.
 
     python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--case TEXT] [--no-nonfinite]
+                                        [--against REV [--rounds K]]
+
+``--against REV``: every tile also runs the kernel as it was at git revision REV (its module loaded
+from ``git show``, or from the file REV), launched by today's launcher with the arguments matched by
+name, the two timed in turn for ``--rounds`` rounds and both outputs checked: an A/B of a kernel change
+in one process.
 """
 import argparse
+import importlib.util
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.getcwd())
@@ -42,6 +51,38 @@ def configs(p, widths=None):
     return out
 
 
+def kernel_at(rev):
+    """conv2d_grouped_halo_kernel as it was at git revision ``rev`` (or in the file ``rev``: the device
+    machine's checkout has no git history), wrapped so that today's launcher can launch it: the
+    launcher's positional arguments are passed by name."""
+    if os.path.isfile(rev):
+        with open(rev) as f:
+            source = f.read()
+    else:
+        source = subprocess.run(["git", "show", f"{rev}:tileconv/kernels/grouped_halo.py"], capture_output=True,
+                                text=True, check=True).stdout
+    source = source.replace("from .common import", "from tileconv.kernels.common import")
+    path = os.path.join(tempfile.mkdtemp(prefix="grouped_halo_"), "grouped_halo_at_rev.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("grouped_halo_at_rev", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    old, new = module.conv2d_grouped_halo_kernel, launch.conv2d_grouped_halo_kernel
+
+    class ByName:
+        """Returns None, so that fast_launch records no call plan (a plan replays arguments in
+        today's order)."""
+
+        def __getitem__(self, grid):
+            def call(*args, **kwargs):
+                kwargs.update(zip(new.arg_names, args, strict=False))
+                old[grid](**{name: value for name, value in kwargs.items() if name in old.arg_names or
+                             name in ("num_warps", "num_stages", "maxnreg")})
+            return call
+    return ByName()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -49,7 +90,13 @@ def main():
                                      "launcher's for the row's channels a group)")
     ap.add_argument("--case", default="", help="only the rows whose name contains this")
     ap.add_argument("--no-nonfinite", action="store_true", help="skip the non-finite inputs' check")
+    ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
+    ap.add_argument("--rounds", type=int, default=2, help="with --against: A/B rounds")
     args = ap.parse_args()
+    today = launch.conv2d_grouped_halo_kernel
+    variants = {"A": today}
+    if args.against:
+        variants["B"] = kernel_at(args.against)
     widths = [int(w) for w in args.widths.split(",")] if args.widths else None
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
@@ -70,22 +117,37 @@ def main():
         if reason:
             print(f"    grouped_halo: {reason}", flush=True)
         for config in ([] if reason else configs(p, widths)):
-            out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+            times, found = {}, {}
+            for _ in range(args.rounds if len(variants) > 1 else 1):
+                for name, kernel in variants.items():
+                    launch.conv2d_grouped_halo_kernel = kernel
+                    out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 
-            def run(out=out, p=p, i=i, config=config):
-                return launch.launch_grouped_halo(p, i.x, i.weight, None, None, out, config)
-            start = time.perf_counter()
-            compiled = run()
-            torch.cuda.synchronize()
-            first = time.perf_counter() - start
-            ok = compare(out, ref.double(), tolerance(p)).ok
-            t = _graph_us(run)
-            regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
-            print(f"    halo {config}: {t:6.1f} us {t_ref / t:4.2f}x (auto {t_auto / t:4.2f}x, "
-                  f"{100 * floor / t:3.0f}% of roofline) regs {regs} spills {spills} first {first:4.1f} s ok {ok}",
-                  flush=True)
-            rec["halo"].append({"config": config.to_dict(), "us": t, "ok": ok, "regs": regs, "spills": spills,
-                                "first_call_s": first})
+                    def run(out=out, p=p, i=i, config=config):
+                        return launch.launch_grouped_halo(p, i.x, i.weight, None, None, out, config)
+                    start = time.perf_counter()
+                    compiled = run()
+                    torch.cuda.synchronize()
+                    first = time.perf_counter() - start
+                    ok = compare(out, ref.double(), tolerance(p)).ok
+                    times.setdefault(name, []).append(_graph_us(run))
+                    regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
+                    found.setdefault(name, {"ok": True, "regs": regs, "spills": spills, "first_call_s": first})
+                    found[name]["ok"] &= ok
+            launch.conv2d_grouped_halo_kernel = today
+            t = min(times["A"])
+            a = found["A"]
+            line = (f"    halo {config}: {t:6.1f} us {t_ref / t:4.2f}x (auto {t_auto / t:4.2f}x, "
+                    f"{100 * floor / t:3.0f}% of roofline) regs {a['regs']} spills {a['spills']} "
+                    f"first {a['first_call_s']:4.1f} s ok {a['ok']}")
+            entry = {"config": config.to_dict(), "us": t, **a}
+            if "B" in times:
+                b = min(times["B"])
+                line += f" | {args.against}: {b:6.1f} us (A/B {t / b:5.3f}) regs {found['B']['regs']} ok {found['B']['ok']}"
+                entry.update(against=args.against, against_us=b, against_ok=found["B"]["ok"],
+                             against_regs=found["B"]["regs"], rounds={k: v for k, v in times.items()})
+            print(line, flush=True)
+            rec["halo"].append(entry)
         records.append(rec)
 
     # Non-finite inputs on the c128 hw56 row (4 groups merged) and the stride-2 c256 hw56 row (2

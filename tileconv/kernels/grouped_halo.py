@@ -124,20 +124,19 @@ def _frame_taps(rows, base, w_taps, w_regs, acc, FWP, PR: gl.constexpr, U: gl.co
 
 
 @gluon.jit
-def _stage_item(frame, base, x_ptr, item, blocks, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh, stride_xw,
+def _stage_item(frame, base, x_ptr, n, block, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh, stride_xw,
                 BLOCK_M: gl.constexpr, PR: gl.constexpr, U: gl.constexpr, V: gl.constexpr, CHUNKS: gl.constexpr,
                 CHUNK: gl.constexpr, XL: gl.constexpr, CHUNK_PLANE: gl.constexpr, COPY_VEC: gl.constexpr,
                 INT64: gl.constexpr):
-    """Start the copies of ``item`` (image item // blocks, phase-frame rows from
-    m0 = (item % blocks) * BLOCK_M): rows [m0, m0 + PR) of each of the U*V phase frames into
+    """Start the copies of an item (image ``n``, phase-frame rows from
+    m0 = ``block`` * BLOCK_M): rows [m0, m0 + PR) of each of the U*V phase frames into
     ``frame``'s rows from ``base`` on (phase (a, b)'s from base + (a*V + b)*PR on), by 16-byte
     cp.async copies, zeros where the frame is padding. Phase frame (a, b)'s row i, column j is
     padded-frame pixel (i*U + a, j*V + b)."""
-    n = item // blocks
     if INT64:
         n = n.to(gl.int64)
     x_img = x_ptr + gl.multiple_of(n * stride_xn, COPY_VEC)
-    m0 = (item % blocks) * BLOCK_M
+    m0 = block * BLOCK_M
     for chunk in gl.static_range(CHUNKS):
         v = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
         phase = v // PR
@@ -162,7 +161,6 @@ def conv2d_grouped_halo_kernel(
     res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
     H, W, P, Q,
     GROUP_BLOCKS,  # merged groups: G / PACK
-    FWP,  # phase-frame width: Q + ((S-1)*dil_w) // V
     ITEMS,  # (image, block of phase-frame rows) pairs: N * cdiv(P * FWP, BLOCK_M)
     pad_h, pad_w,
     stride_xn, stride_xh, stride_xw,
@@ -171,6 +169,8 @@ def conv2d_grouped_halo_kernel(
     alpha, beta,
     R: gl.constexpr, S: gl.constexpr,
     U: gl.constexpr, V: gl.constexpr,  # stride
+    FWP: gl.constexpr,  # phase-frame width: Q + ((S-1)*dil_w) // V (a constant: the frame index's divisions by it
+    # become multiplications)
     DIL_H: gl.constexpr, DIL_W: gl.constexpr,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
     SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # channels of one group: C/g in, K/g out
@@ -212,6 +212,12 @@ def conv2d_grouped_halo_kernel(
     step = gl.num_programs(0) // GROUP_BLOCKS
     first = pid // GROUP_BLOCKS
     blocks = gl.cdiv(P * FWP, BLOCK_M)  # frame-row blocks an image
+    # Item = n * blocks + block; the walk steps (n, block) by (step // blocks, step % blocks) with a
+    # carry, so that the loop divides by no runtime value (a division is ~35 instructions).
+    n_step = step // blocks
+    block_step = step % blocks
+    n_item = first // blocks
+    block_item = first % blocks
 
     # Two buffers of staged rows: the next item's copies fly while this one's taps run.
     # (buffer b's row j: frame row b*ROWS + j)
@@ -219,8 +225,8 @@ def conv2d_grouped_halo_kernel(
     cx = gm * CM + gl.arange(0, CM, layout=gl.SliceLayout(0, XL))
     cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
     if first < ITEMS:
-        _stage_item(frame, 0, x_ptr, first, blocks, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh, stride_xw,
-                    BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
+        _stage_item(frame, 0, x_ptr, n_item, block_item, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh,
+                    stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
     # The filter, while the copies fly: R*S block-diagonal [CM, KM] matrices.
     w_taps = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [R * S, CM, KM], FILTER)
@@ -242,24 +248,30 @@ def conv2d_grouped_halo_kernel(
     i = 0
     for item in range(first, ITEMS, step):
         nxt = item + step
+        block_nxt = block_item + block_step
+        carry = (block_nxt >= blocks).to(gl.int32)
+        block_nxt -= carry * blocks
+        n_nxt = n_item + n_step + carry
+        cur = i % 2
         async_copy.wait_group(0)  # this item's rows (the one group in flight)
         # One barrier an item: every thread's copies (and the filter's stores) are in before any
         # thread reads them, and every thread is done with the other buffer (the last item's taps)
         # before the next item's rows go there.
         gl.thread_barrier()
         if nxt < ITEMS:
-            _stage_item(frame, ((i + 1) % 2) * ROWS, x_ptr, nxt, blocks, cx, H, W, FWP, pad_h, pad_w, stride_xn,
+            _stage_item(frame, (1 - cur) * ROWS, x_ptr, n_nxt, block_nxt, cx, H, W, FWP, pad_h, pad_w, stride_xn,
                         stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
-        acc = _frame_taps(frame, (i % 2) * ROWS, w_taps, w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA),
+        acc = _frame_taps(frame, cur * ROWS, w_taps, w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA),
                           FWP, PR, U, V, DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
 
         if PACK > 1:
             # A neighbouring group's infinite or NaN input meets this group's zero weights: redo the
             # item group by group from a copy holding that group's channels alone, made in the other
             # buffer (the next item's rows, copied there already, are copied again afterwards).
-            # (A count of them: an integer reduction, as grouped_gemm's guard.)
-            if gl.sum(gl.sum(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0:
+            # The test: acc * 0 is 0 where acc is finite and NaN where it is not, and a sum with a NaN
+            # in it is NaN (a float reduction: about half the instructions of counting them).
+            if gl.sum(gl.sum(acc * 0.0, axis=1), axis=0) != 0.0:
                 async_copy.wait_group(0)
                 gl.thread_barrier()  # no copy into the other buffer is in flight
                 col_group = gl.arange(0, CM, layout=gl.SliceLayout(0, XL)) // SUB_C
@@ -267,25 +279,25 @@ def conv2d_grouped_halo_kernel(
                 redone = gl.zeros([BLOCK_M, KM], gl.float32, MMA)
                 for g in gl.static_range(PACK):
                     for chunk in gl.static_range(CHUNKS):
-                        v = frame.index((i % 2) * ROWS + chunk * CHUNK)._reinterpret(
+                        v = frame.index(cur * ROWS + chunk * CHUNK)._reinterpret(
                             frame.dtype, [CHUNK, CM], CHUNK_PLANE).load(XL)
-                        frame.index(((i + 1) % 2) * ROWS + chunk * CHUNK)._reinterpret(
+                        frame.index((1 - cur) * ROWS + chunk * CHUNK)._reinterpret(
                             frame.dtype, [CHUNK, CM], CHUNK_PLANE).store(gl.where((col_group == g)[None, :], v, 0.0))
                     gl.thread_barrier()
-                    part = _frame_taps(frame, ((i + 1) % 2) * ROWS, w_taps, w_regs,
+                    part = _frame_taps(frame, (1 - cur) * ROWS, w_taps, w_regs,
                                        gl.zeros([BLOCK_M, KM], gl.float32, MMA), FWP, PR, U, V,
                                        DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
                     redone = gl.where((out_group == g)[None, :], part, redone)
                     gl.thread_barrier()  # this group's reads are done before the next one's stores
                 acc = redone
                 if nxt < ITEMS:
-                    _stage_item(frame, ((i + 1) % 2) * ROWS, x_ptr, nxt, blocks, cx, H, W, FWP, pad_h, pad_w,
+                    _stage_item(frame, (1 - cur) * ROWS, x_ptr, n_nxt, block_nxt, cx, H, W, FWP, pad_h, pad_w,
                                 stride_xn, stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE,
                                 COPY_VEC, INT64)
 
         # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
-        n = item // blocks
-        f = (item % blocks) * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, MMA))
+        n = n_item
+        f = block_item * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, MMA))
         p = f // FWP
         q = f % FWP
         if INT64:
@@ -300,4 +312,6 @@ def conv2d_grouped_halo_kernel(
         acc = apply_activation(acc, ACTIVATION, alpha, beta)
         out_offs = n * stride_on + (p * stride_op + q * stride_oq)[:, None] + (k_out * stride_ok)[None, :]
         gl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=ok)
+        n_item = n_nxt
+        block_item = block_nxt
         i += 1

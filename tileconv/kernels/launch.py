@@ -1434,9 +1434,9 @@ def launch_grouped_halo(
     grid = (group_blocks * max(1, min(items, walkers)),)
     return launch(conv2d_grouped_halo_kernel, grid,
         x, taps, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, group_blocks,
-        tiling.frame_width, items, problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3),
+        items, problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3),
         *epilogue_strides,
-        R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
+        R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1], FWP=tiling.frame_width,
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
         SUB_C=problem.c_per_group, SUB_K=problem.k_per_group, PACK=tiling.pack, BLOCK_M=tiling.block_m,
         PR=tiling.phase_rows, ROWS=tiling.rows, PLANE_ROWS=tiling.plane_rows, CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
