@@ -5,13 +5,12 @@ poisoned first and checked against float32 F.conv2d, and one row rerun with Inf 
 (the merged groups' redo). Prints each kernel's registers and spills and its first call's seconds.
 
     python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--case TEXT] [--no-nonfinite]
-                                        [--against REV | --band-ab] [--rounds K]
+                                        [--against REV [--rounds K]]
 
 ``--against REV``: every tile also runs the kernel as it was at git revision REV (its module loaded
-from ``git show``, or from the file REV), launched by today's launcher (its cp.async form) with the
-arguments matched by name, the two timed in turn for ``--rounds`` rounds and both outputs checked: an
-A/B of a kernel change in one process. ``--band-ab``: the same for the copy engine's form (the stride-1
-rows on Hopper) against cp.async staging.
+from ``git show``, or from the file REV), launched by today's launcher with the arguments matched by
+name, the two timed in turn for ``--rounds`` rounds and both outputs checked: an A/B of a kernel change
+in one process.
 """
 import argparse
 import importlib.util
@@ -92,16 +91,12 @@ def main():
     ap.add_argument("--case", default="", help="only the rows whose name contains this")
     ap.add_argument("--no-nonfinite", action="store_true", help="skip the non-finite inputs' check")
     ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
-    ap.add_argument("--band-ab", action="store_true", help="A: the copy engine's form where it runs (Hopper, "
-                    "stride 1), B: cp.async everywhere (launch.GROUPED_HALO_COPY_ENGINE)")
-    ap.add_argument("--rounds", type=int, default=2, help="with --against or --band-ab: A/B rounds")
+    ap.add_argument("--rounds", type=int, default=2, help="with --against: A/B rounds")
     args = ap.parse_args()
     today = launch.conv2d_grouped_halo_kernel
-    variants = {"A": (today, True)}  # (kernel, copy engine's form)
-    if args.against:  # (the old kernel takes the launcher's cp.async arguments)
-        variants = {"A": (today, False), "B": (kernel_at(args.against), False)}
-    elif args.band_ab:
-        variants["B"] = (today, False)
+    variants = {"A": today}
+    if args.against:
+        variants["B"] = kernel_at(args.against)
     widths = [int(w) for w in args.widths.split(",")] if args.widths else None
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
@@ -124,8 +119,8 @@ def main():
         for config in ([] if reason else configs(p, widths)):
             times, found = {}, {}
             for _ in range(args.rounds if len(variants) > 1 else 1):
-                for name, (kernel, band) in variants.items():
-                    launch.conv2d_grouped_halo_kernel, launch.GROUPED_HALO_COPY_ENGINE = kernel, band
+                for name, kernel in variants.items():
+                    launch.conv2d_grouped_halo_kernel = kernel
                     out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 
                     def run(out=out, p=p, i=i, config=config):
@@ -139,7 +134,7 @@ def main():
                     regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
                     found.setdefault(name, {"ok": True, "regs": regs, "spills": spills, "first_call_s": first})
                     found[name]["ok"] &= ok
-            launch.conv2d_grouped_halo_kernel, launch.GROUPED_HALO_COPY_ENGINE = today, True
+            launch.conv2d_grouped_halo_kernel = today
             t = min(times["A"])
             a = found["A"]
             line = (f"    halo {config}: {t:6.1f} us {t_ref / t:4.2f}x (auto {t_auto / t:4.2f}x, "
@@ -147,9 +142,9 @@ def main():
                     f"first {a['first_call_s']:4.1f} s ok {a['ok']}")
             entry = {"config": config.to_dict(), "us": t, **a}
             if "B" in times:
-                b, other = min(times["B"]), args.against or "cp.async"
-                line += f" | {other}: {b:6.1f} us (A/B {t / b:5.3f}) regs {found['B']['regs']} ok {found['B']['ok']}"
-                entry.update(against=other, against_us=b, against_ok=found["B"]["ok"],
+                b = min(times["B"])
+                line += f" | {args.against}: {b:6.1f} us (A/B {t / b:5.3f}) regs {found['B']['regs']} ok {found['B']['ok']}"
+                entry.update(against=args.against, against_us=b, against_ok=found["B"]["ok"],
                              against_regs=found["B"]["regs"], rounds={k: v for k, v in times.items()})
             print(line, flush=True)
             rec["halo"].append(entry)
@@ -167,7 +162,7 @@ def main():
         i.x[1, 127, 30, 30] = float("-inf")
         ref = F.conv2d(i.x[:2].cpu().double(), i.weight.cpu().double(), None, p.stride, p.padding, p.dilation,
                        p.groups)
-        for config in [c for c in configs(p) if c.persistent in (0, 4)]:  # the stride-1 row's copy-engine form too
+        for config in configs(p)[:3]:
             out = torch.zeros(p.output_shape, dtype=p.dtype, device="cuda").contiguous(memory_format=torch.channels_last)
             launch.launch_grouped_halo(p, i.x, i.weight, None, None, out, config)
             got = out[:2].cpu()

@@ -623,14 +623,6 @@ CONFIG_CASES = [
     # four a program, the next one's rows copied while this one's taps run; the epilogue.
     Case(8, 64, 32, 32, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, residual=True,
          activation="relu", algo="grouped_halo", config=LaunchConfig(64, 16, num_warps=4, persistent=1)),
-    # ... the copy engine's form (Hopper, stride 1; the cases above with 64 frame rows of at most 16
-    # columns, and the 4x4's 256 rows, take it too): items of whole output rows, one box a plane.
-    # 56-wide rows in 64-wide frames, two rows an item over 128-row tiles, walking programs; 28-wide
-    # rows, six an item over 256-row tiles (the tile's last 64 rows past the band), bf16.
-    Case(4, 64, 56, 56, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, residual=True,
-         activation="relu", algo="grouped_halo", config=LaunchConfig(128, 16, num_warps=4, persistent=1)),
-    Case(4, 64, 28, 28, 64, 3, 3, padding=1, groups=16, dtype="bf16", layout="nhwc", bias=True,
-         algo="grouped_halo", config=LaunchConfig(256, 16, num_warps=4, persistent=2)),
     # ... strides: the taps views of the stride's phase frames (even and odd rows and columns).
     # Stride 2 over an odd 13x11 input (phases of unequal size), the epilogue; stride (2, 1)
     # with dilation (1, 2) and uneven padding (two row phases), bf16, 8 groups of 8 -> 16 merged
@@ -941,13 +933,7 @@ NONFINITE_CASES = with_each_algorithm(
     # multiplier 1 and 16 bytes of channels: depthwise_halo too (on a GPU)
     + [Case(1, 8, 7, 9, 8, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:2]]
-) + [
-    # grouped_halo's copy-engine form walking its items (Hopper): a redone item whose program then
-    # stages its next item again, by the copy engine, into the buffer the redo used.
-    pytest.param(c, marks=_machine_runs(c), id=c.id) for c in [
-        Case(4, 64, 28, 28, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", activation="relu",
-             residual=True, algo="grouped_halo", config=LaunchConfig(128, 16, num_warps=4, persistent=1))]
-]
+)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # numpy, in the interpreter

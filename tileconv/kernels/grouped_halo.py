@@ -69,7 +69,6 @@ reason says so) and its tests run on the GPU; CI compiles it for sm_90 (``benchm
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from .common import apply_activation
 
@@ -154,31 +153,15 @@ def _stage_item(frame, base, x_ptr, n, block, cx, H, W, FWP, pad_h, pad_w, strid
 
 
 @gluon.jit
-def _stage_band(frame, base, x_desc, bar, n, band, c0, pad_h, pad_w, BAND: gl.constexpr, PLANES: gl.constexpr,
-                PLANE_ROWS: gl.constexpr):
-    """Start the copy engine's copies of an item at stride 1 (image ``n``, output rows from
-    p0 = ``band`` * BAND): input rows p0 - pad_h ... as whole padded-frame rows (a box of ``x_desc``
-    from column -pad_w, the copy engine's zero fill as the padding), frame row p0*FW on into
-    ``frame``'s row ``base``; ``PLANES`` boxes of eight channels for a planar frame (each into its
-    plane), one of all channels for a packed one. Completion arrives on ``bar``."""
-    mbarrier.expect(bar, PLANES * x_desc.block_type.nbytes)
-    for h in gl.static_range(PLANES):
-        dest = frame.index(h * PLANE_ROWS + base)._reinterpret(frame.dtype, x_desc.block_type.shape, x_desc.layout)
-        tma.async_copy_global_to_shared(x_desc, [n, band * BAND - pad_h, -pad_w, c0 + h * 8], bar, dest)
-
-
-@gluon.jit
 def conv2d_grouped_halo_kernel(
     x_ptr,  # input [N, C, H, W], channels_last (stride_xc == 1)
     w_ptr,  # weight (G/PACK, R, S, CM, KM), contiguous: block-diagonal per tap
     out_ptr,  # output [N, K, P, Q]
     bias_ptr,  # bias [K] (read only if HAS_BIAS)
     res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
-    x_desc,  # (BAND > 0) a TensorDescriptor over the input as (N, H, W, C), block [1, BAND + reach rows, FWP,
-    # 8 (planar) or CM channels]; else x_ptr again (unread)
     H, W, P, Q,
     GROUP_BLOCKS,  # merged groups: G / PACK
-    ITEMS,  # (image, block of phase-frame rows) pairs: N * cdiv(P * FWP, BLOCK_M); (BAND) N * cdiv(P, BAND)
+    ITEMS,  # (image, block of phase-frame rows) pairs: N * cdiv(P * FWP, BLOCK_M)
     pad_h, pad_w,
     stride_xn, stride_xh, stride_xw,
     stride_on, stride_ok, stride_op, stride_oq,
@@ -193,8 +176,6 @@ def conv2d_grouped_halo_kernel(
     SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # channels of one group: C/g in, K/g out
     PACK: gl.constexpr,  # groups merged into one program's channels
     BLOCK_M: gl.constexpr,  # frame rows (outputs) an item
-    BAND: gl.constexpr,  # 0: items of BLOCK_M frame rows staged by cp.async; > 0 (stride 1): items of BAND whole
-    # output rows (BAND * FWP <= BLOCK_M frame rows), staged by the copy engine (x_desc)
     PR: gl.constexpr,  # rows staged of each phase frame: BLOCK_M + the taps' reach in it
     ROWS: gl.constexpr,  # staged rows a buffer: CHUNK * chunks >= U*V*PR
     PLANE_ROWS: gl.constexpr,  # planar frame: rows an 8-channel plane (a power of two >= 2 * ROWS); 0: packed
@@ -230,10 +211,7 @@ def conv2d_grouped_halo_kernel(
     gm = pid % GROUP_BLOCKS
     step = gl.num_programs(0) // GROUP_BLOCKS
     first = pid // GROUP_BLOCKS
-    if BAND > 0:
-        blocks = gl.cdiv(P, BAND)  # bands of output rows an image
-    else:
-        blocks = gl.cdiv(P * FWP, BLOCK_M)  # frame-row blocks an image
+    blocks = gl.cdiv(P * FWP, BLOCK_M)  # frame-row blocks an image
     # Item = n * blocks + block; the walk steps (n, block) by (step // blocks, step % blocks) with a
     # carry, so that the loop divides by no runtime value (a division is ~35 instructions).
     n_step = step // blocks
@@ -243,37 +221,12 @@ def conv2d_grouped_halo_kernel(
 
     # Two buffers of staged rows: the next item's copies fly while this one's taps run.
     # (buffer b's row j: frame row b*ROWS + j)
-    FRAME: gl.constexpr = frame_shape(ROWS, CM, PLANE_ROWS)
+    frame = gl.allocate_shared_memory(x_ptr.dtype.element_ty, frame_shape(ROWS, CM, PLANE_ROWS), ROW)
     cx = gm * CM + gl.arange(0, CM, layout=gl.SliceLayout(0, XL))
     cx = gl.max_contiguous(gl.multiple_of(cx, COPY_VEC), COPY_VEC)
-    if BAND > 0:
-        # The copy engine writes whole boxes (at 128-byte aligned rows: an NVMMA allocation), each
-        # item's box_rows * FWP rows of a buffer; the rows past them stay as zeroed here (taps of the
-        # tile's rows past the band read them: computed, never stored, and finite).
-        PLANES: gl.constexpr = CM // 8 if PLANE_ROWS > 0 else 1
-        frame = gl.allocate_shared_memory(x_ptr.dtype.element_ty, FRAME, gl.NVMMASharedLayout(
-            swizzle_byte_width=0, element_bitwidth=x_ptr.dtype.element_ty.primitive_bitwidth, rank=2))
-        frame = frame._reinterpret(x_ptr.dtype.element_ty, FRAME, ROW)
-        ZL: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [NUM_WARPS, 1], [1, 0])
-        PLAIN: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-        ZROWS: gl.constexpr = 32 * NUM_WARPS
-        ZCOLS: gl.constexpr = FRAME[1]
-        zeros = gl.zeros([ZROWS, ZCOLS], x_ptr.dtype.element_ty, ZL)
-        for z in gl.static_range(FRAME[0] // ZROWS):
-            frame.index(z * ZROWS)._reinterpret(x_ptr.dtype.element_ty, [ZROWS, ZCOLS], PLAIN).store(zeros)
-        bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(bars.index(0), count=1)
-        mbarrier.init(bars.index(1), count=1)
-        gl.thread_barrier()
-        fence_async_shared()  # the zeros and the barriers' initialisation, before the copy engine's writes
-        if first < ITEMS:
-            _stage_band(frame, 0, x_desc, bars.index(0), n_item, block_item, gm * CM, pad_h, pad_w, BAND, PLANES,
-                        PLANE_ROWS)
-    else:
-        frame = gl.allocate_shared_memory(x_ptr.dtype.element_ty, FRAME, ROW)
-        if first < ITEMS:
-            _stage_item(frame, 0, x_ptr, n_item, block_item, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh,
-                        stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
+    if first < ITEMS:
+        _stage_item(frame, 0, x_ptr, n_item, block_item, cx, H, W, FWP, pad_h, pad_w, stride_xn, stride_xh,
+                    stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
     # The filter, while the copies fly: R*S block-diagonal [CM, KM] matrices.
     w_taps = gl.allocate_shared_memory(w_ptr.dtype.element_ty, [R * S, CM, KM], FILTER)
@@ -293,8 +246,6 @@ def conv2d_grouped_halo_kernel(
     if HAS_BIAS:
         bias = gl.load(bias_ptr + k_out).to(gl.float32)
     i = 0
-    phase0 = 0  # (BAND) the phase each buffer's barrier completes next
-    phase1 = 0
     for item in range(first, ITEMS, step):
         nxt = item + step
         block_nxt = block_item + block_step
@@ -302,24 +253,14 @@ def conv2d_grouped_halo_kernel(
         block_nxt -= carry * blocks
         n_nxt = n_item + n_step + carry
         cur = i % 2
-        if BAND > 0:
-            mbarrier.wait(bars.index(cur), phase0 * (1 - cur) + phase1 * cur)  # this item's box
-            phase0 ^= 1 - cur
-            phase1 ^= cur
-        else:
-            async_copy.wait_group(0)  # this item's rows (the one group in flight)
+        async_copy.wait_group(0)  # this item's rows (the one group in flight)
         # One barrier an item: every thread's copies (and the filter's stores) are in before any
         # thread reads them, and every thread is done with the other buffer (the last item's taps)
         # before the next item's rows go there.
         gl.thread_barrier()
         if nxt < ITEMS:
-            if BAND > 0:
-                _stage_band(frame, (1 - cur) * ROWS, x_desc, bars.index(1 - cur), n_nxt, block_nxt, gm * CM, pad_h,
-                            pad_w, BAND, PLANES, PLANE_ROWS)
-            else:
-                _stage_item(frame, (1 - cur) * ROWS, x_ptr, n_nxt, block_nxt, cx, H, W, FWP, pad_h, pad_w,
-                            stride_xn, stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE,
-                            COPY_VEC, INT64)
+            _stage_item(frame, (1 - cur) * ROWS, x_ptr, n_nxt, block_nxt, cx, H, W, FWP, pad_h, pad_w, stride_xn,
+                        stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE, COPY_VEC, INT64)
 
         acc = _frame_taps(frame, cur * ROWS, w_taps, w_regs, gl.zeros([BLOCK_M, KM], gl.float32, MMA),
                           FWP, PR, U, V, DIL_H, DIL_W, R, S, BLOCK_M, CM, ADOT, BDOT, PLANE, WEIGHT_REGISTERS)
@@ -331,13 +272,7 @@ def conv2d_grouped_halo_kernel(
             # The test: acc * 0 is 0 where acc is finite and NaN where it is not, and a sum with a NaN
             # in it is NaN (a float reduction: about half the instructions of counting them).
             if gl.sum(gl.sum(acc * 0.0, axis=1), axis=0) != 0.0:
-                if BAND > 0:
-                    if nxt < ITEMS:  # the next item's box, in flight into the other buffer
-                        mbarrier.wait(bars.index(1 - cur), phase0 * cur + phase1 * (1 - cur))
-                        phase0 ^= cur
-                        phase1 ^= 1 - cur
-                else:
-                    async_copy.wait_group(0)
+                async_copy.wait_group(0)
                 gl.thread_barrier()  # no copy into the other buffer is in flight
                 col_group = gl.arange(0, CM, layout=gl.SliceLayout(0, XL)) // SUB_C
                 out_group = gl.arange(0, KM, layout=gl.SliceLayout(0, MMA)) // SUB_K
@@ -356,30 +291,19 @@ def conv2d_grouped_halo_kernel(
                     gl.thread_barrier()  # this group's reads are done before the next one's stores
                 acc = redone
                 if nxt < ITEMS:
-                    if BAND > 0:
-                        fence_async_shared()  # the masked copies' writes, before the copy engine's
-                        _stage_band(frame, (1 - cur) * ROWS, x_desc, bars.index(1 - cur), n_nxt, block_nxt, gm * CM,
-                                    pad_h, pad_w, BAND, PLANES, PLANE_ROWS)
-                    else:
-                        _stage_item(frame, (1 - cur) * ROWS, x_ptr, n_nxt, block_nxt, cx, H, W, FWP, pad_h, pad_w,
-                                    stride_xn, stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL,
-                                    CHUNK_PLANE, COPY_VEC, INT64)
+                    _stage_item(frame, (1 - cur) * ROWS, x_ptr, n_nxt, block_nxt, cx, H, W, FWP, pad_h, pad_w,
+                                stride_xn, stride_xh, stride_xw, BLOCK_M, PR, U, V, CHUNKS, CHUNK, XL, CHUNK_PLANE,
+                                COPY_VEC, INT64)
 
         # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
         n = n_item
-        tile_row = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, MMA))
-        if BAND > 0:
-            f = block_item * (BAND * FWP) + tile_row
-            in_item = tile_row < BAND * FWP  # the tile's rows past the band: the next item's
-        else:
-            f = block_item * BLOCK_M + tile_row
-            in_item = tile_row >= 0
+        f = block_item * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, MMA))
         p = f // FWP
         q = f % FWP
         if INT64:
             n = n.to(gl.int64)
             p = p.to(gl.int64)
-        ok = ((p < P) & (q < Q) & in_item)[:, None] & (k_out >= 0)[None, :]
+        ok = ((p < P) & (q < Q))[:, None] & (k_out >= 0)[None, :]
         if HAS_BIAS:
             acc += bias[None, :]
         if HAS_RESIDUAL:

@@ -1284,9 +1284,6 @@ GROUPED_HALO_CHUNK = 64  # frame rows a copy batch at least (a power of two: sha
 GROUPED_HALO_WEIGHT_REGISTERS = 40
 GROUPED_HALO_WIDTHS = (16, 32)  # merged input channels a program (mma_v2's K: 16-bit operands, 16 a step)
 GROUPED_HALO_WALKERS = 4  # walking programs an SM (the heuristics' persistent=4)
-# Stride-1 items staged by the copy engine on Hopper (grouped_halo_band); False: by cp.async everywhere
-# (the probes' A/B switch, read at every launch).
-GROUPED_HALO_COPY_ENGINE = True
 
 
 @dataclass(frozen=True)
@@ -1306,8 +1303,6 @@ class GroupedHaloTiling:
     chunk: int
 
     planar: bool
-    band: int = 0  # > 0: items of ``band`` whole output rows staged by the copy engine (see grouped_halo_band)
-    box_rows: int = 0  # (band) input rows a copy: band + the filter's reach, a power of two
 
     @property
     def plane_rows(self) -> int:
@@ -1317,14 +1312,9 @@ class GroupedHaloTiling:
         return pow2_at_least(2 * self.rows) if self.planar else 0
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The staged frame (both buffers), the filter (and the copy engine's two barriers)."""
+        """The staged frame (both buffers) and the filter."""
         staged = (self.plane_rows or 2 * self.rows) * self.cm * problem.itemsize
-        return staged + problem.r * problem.s * self.cm * self.km * problem.itemsize + (16 if self.band else 0)
-
-    def items(self, problem: ConvProblem) -> int:
-        """(image, block) pairs: blocks of ``band`` output rows, or of ``block_m`` phase-frame rows."""
-        per_image = cdiv(problem.out_h, self.band) if self.band else cdiv(problem.out_h * self.frame_width, self.block_m)
-        return problem.n * per_image
+        return staged + problem.r * problem.s * self.cm * self.km * problem.itemsize
 
     def fits(self, problem: ConvProblem) -> bool:
         """Whether the tile is within the kernel's shared-memory bound."""
@@ -1339,12 +1329,9 @@ def grouped_halo_frame_width(problem: ConvProblem) -> int:
 
 
 @functools.cache
-def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig, band: bool = False) -> GroupedHaloTiling:
+def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig) -> GroupedHaloTiling:
     """:class:`GroupedHaloTiling` of ``config``; a ``ValueError`` naming the field if it cannot
-    describe a grouped_halo tile of ``problem``. ``band``: the copy engine's form
-    (:func:`grouped_halo_band`), or the cp.async form where the problem has none."""
-    if band and (banded := grouped_halo_band(problem, config)) is not None:
-        return banded
+    describe a grouped_halo tile of ``problem``."""
     c_per_group, k_per_group = problem.c_per_group, problem.k_per_group
     if config.block_n not in GROUPED_HALO_WIDTHS or config.block_n % c_per_group:
         raise ValueError(f"config block_n={config.block_n}: grouped_halo merges groups of C/g = {c_per_group} "
@@ -1373,38 +1360,6 @@ def grouped_halo_tiling(problem: ConvProblem, config: LaunchConfig, band: bool =
         return min(GROUPED_HALO_WALKERS, programs_fitting(DEFAULT_SM_SHARED_BYTES, tiling.shared_bytes(problem)))
 
     return planar if planar.fits(problem) and resident(planar) >= resident(packed) else packed
-
-
-# The copy engine's boxes are at most 256 elements a side, and Triton's are powers of two.
-TMA_BOX_MAX = 256
-
-
-def grouped_halo_band(problem: ConvProblem, config: LaunchConfig) -> GroupedHaloTiling | None:
-    """grouped_halo's copy-engine form of ``config`` at stride 1, or None where it has none.
-
-    An item is ``band`` whole output rows of one image: the input rows they read (band + the
-    filter's reach) are one box of the input as (N, H, W, C) from column -pad_left, FWB columns
-    wide (a power of two at least W + both pads: the frame width, the copy engine's zero fill the
-    padding on every side), staged as padded-frame rows of FWB (frame row p*FWB + q is output
-    (p, q), its tap (r, s) FWB*r*dil_h + s*dil_w rows on, as in the cp.async form). The box's rows
-    are a power of two; ``band`` is the most that make band*FWB at most ``block_m`` (the tile's
-    other rows are computed from zeros and not stored). One copy a plane (planar) or one in all,
-    against the cp.async form's ~2 16-byte copies a frame row and their address work."""
-    cp_form = grouped_halo_tiling(problem, config)
-    if problem.stride != (1, 1):
-        return None
-    dil_h, dil_w = problem.dilation
-    fwb = pow2_at_least(problem.w + problem.padding[1] + problem.padding_end[1])
-    reach_h = (problem.r - 1) * dil_h
-    box_rows = pow2_at_least(reach_h + 1)
-    while box_rows * 2 <= TMA_BOX_MAX and (box_rows * 2 - reach_h) * fwb <= config.block_m:
-        box_rows *= 2
-    band = box_rows - reach_h
-    if fwb > TMA_BOX_MAX or band * fwb > config.block_m or box_rows > TMA_BOX_MAX:
-        return None
-    phase_rows = config.block_m + reach_h * fwb + (problem.s - 1) * dil_w
-    rows = cdiv(max(phase_rows, box_rows * fwb), cp_form.chunk) * cp_form.chunk
-    return replace(cp_form, frame_width=fwb, phase_rows=phase_rows, rows=rows, band=band, box_rows=box_rows)
 
 
 def grouped_halo_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -1466,18 +1421,10 @@ def launch_grouped_halo(
                          f"bytes of shared memory, more than {GROUPED_HALO_MAX_SHARED_BYTES}")
     if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
         x = x.contiguous(memory_format=torch.channels_last)
-    # On Hopper, stride 1: whole output rows an item, staged by the copy engine, where its frame fits too.
-    banded = grouped_halo_tiling(problem, config, band=True) if GROUPED_HALO_COPY_ENGINE and _is_hopper() else tiling
-    x_desc = x
-    if banded.band and banded.fits(problem):
-        tiling, shared = banded, banded.shared_bytes(problem)
-        box = [1, tiling.box_rows, tiling.frame_width, 8 if tiling.planar else tiling.cm]
-        x_desc = GluonTensorDescriptor.from_tensor(x.permute(0, 2, 3, 1), box, gl.NVMMASharedLayout(
-            swizzle_byte_width=0, element_bitwidth=8 * problem.itemsize, rank=4))
     taps = grouped_tap_weight(weight, problem.groups, tiling.pack)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     group_blocks = problem.groups // tiling.pack
-    items = tiling.items(problem)
+    items = problem.n * cdiv(problem.out_h * tiling.frame_width, tiling.block_m)
     # persistent=k: k programs an SM walk the items (each its merged group's filter loaded once,
     # the next item's rows copied while this one's taps run), no more than fit an SM's shared
     # memory at once (a program that waits for a free SM only adds a tail); 0: one item a program.
@@ -1486,13 +1433,13 @@ def launch_grouped_halo(
     walkers = max(1, sm_count(x.device) * walking // group_blocks) if config.persistent else items
     grid = (group_blocks * max(1, min(items, walkers)),)
     return launch(conv2d_grouped_halo_kernel, grid,
-        x, taps, *pointers, x_desc, problem.h, problem.w, problem.out_h, problem.out_w, group_blocks,
+        x, taps, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, group_blocks,
         items, problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3),
         *epilogue_strides,
         R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1], FWP=tiling.frame_width,
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
         SUB_C=problem.c_per_group, SUB_K=problem.k_per_group, PACK=tiling.pack, BLOCK_M=tiling.block_m,
-        BAND=tiling.band, PR=tiling.phase_rows, ROWS=tiling.rows, PLANE_ROWS=tiling.plane_rows, CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
+        PR=tiling.phase_rows, ROWS=tiling.rows, PLANE_ROWS=tiling.plane_rows, CHUNK=tiling.chunk, COPY_VEC=16 // problem.itemsize, NUM_WARPS=config.num_warps,
         WEIGHT_REGISTERS=problem.r * problem.s * tiling.cm * tiling.km <= GROUPED_HALO_WEIGHT_REGISTERS * 32 * 2,
         INT64=max(x.numel(), out.numel()) >= INT32_LIMIT or needs_int64(problem),
         num_warps=config.num_warps,
