@@ -4,7 +4,7 @@ grouped suite's rows, several tiles each; CUDA-graph replays with L2 cleared, ev
 poisoned first and checked against float32 F.conv2d, and one row rerun with Inf and NaN inputs
 (the merged groups' redo). Prints each kernel's registers and spills and its first call's seconds.
 
-    python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--case TEXT] [--no-nonfinite]
+    python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--warps 4,8] [--case TEXT] [--no-nonfinite]
                                         [--against REV [--rounds K]]
 
 ``--against REV``: every tile also runs the kernel as it was at git revision REV (its module loaded
@@ -14,6 +14,7 @@ in one process.
 """
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import subprocess
@@ -34,20 +35,19 @@ from tileconv.kernels import LaunchConfig
 from tileconv.testing import compare, random_inputs, tolerance
 
 
-def configs(p, widths=None):
+def configs(p, widths=None, warps=(4,)):
     """grouped_halo tiles the launcher takes for ``p`` among the probed sizes: 64, 128 and 256 frame
-    rows, 4 warps, one item a program or 2 to 6 walking programs an SM."""
+    rows, ``warps`` warps (4), one item a program or 2 to 6 walking programs an SM."""
     out = []
     for block_n in widths or launch.GROUPED_HALO_WIDTHS[:1 if p.c_per_group <= 16 else 2]:
-        for block_m in (64, 128, 256):
-            for persistent in (0, 2, 4, 6):
-                config = LaunchConfig(block_m=block_m, block_n=block_n, num_warps=4, persistent=persistent)
-                try:
-                    tiling = launch.grouped_halo_tiling(p, config)
-                except ValueError:
-                    continue
-                if tiling.fits(p) and 8 <= tiling.km <= 64:
-                    out.append(config)
+        for block_m, num_warps, persistent in itertools.product((64, 128, 256), warps, (0, 2, 4, 6)):
+            config = LaunchConfig(block_m=block_m, block_n=block_n, num_warps=num_warps, persistent=persistent)
+            try:
+                tiling = launch.grouped_halo_tiling(p, config)
+            except ValueError:
+                continue
+            if tiling.fits(p) and 8 <= tiling.km <= 64:
+                out.append(config)
     return out
 
 
@@ -88,6 +88,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--widths", help="merged input channels a program to try, e.g. 16,32 (default: the "
                                      "launcher's for the row's channels a group)")
+    ap.add_argument("--warps", default="4", help="warps a program to try, e.g. 4,8")
     ap.add_argument("--case", default="", help="only the rows whose name contains this")
     ap.add_argument("--no-nonfinite", action="store_true", help="skip the non-finite inputs' check")
     ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
@@ -116,7 +117,7 @@ def main():
         reason = launch.grouped_halo_unsupported_reason(p)
         if reason:
             print(f"    grouped_halo: {reason}", flush=True)
-        for config in ([] if reason else configs(p, widths)):
+        for config in ([] if reason else configs(p, widths, [int(w) for w in args.warps.split(",")])):
             times, found = {}, {}
             for _ in range(args.rounds if len(variants) > 1 else 1):
                 for name, kernel in variants.items():

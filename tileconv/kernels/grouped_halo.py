@@ -48,7 +48,10 @@ the launcher), the next run's copies in flight while this one's taps run: one ru
 each program waiting on its own copies (ResNeXt c128 hw56 on an H200, session 28: 60.7 us, four
 walking programs an SM 44.4). What bounds it then (Nsight Compute, session 29) is latency: 12 to
 16 warps an SM, one eligible warp in 0.65 on average, a third of the stalls on shared memory
-(short scoreboard), the L1/shared pipe 59%-70% busy, L2 at 42%-47%, DRAM at 12%-21%.
+(short scoreboard), the L1/shared pipe 59%-70% busy, L2 at 42%-47%, DRAM at 12%-21%. Neither the
+instruction count nor the copies are it (session 43, H200): the frame width made a compile-time
+constant (a third fewer instructions an item) gained 2%-11% by row, and staging whole output rows
+by the copy engine (one TMA box a plane, commit 4e325d4, reverted) ran no faster than cp.async.
 
 Non-finite inputs: a zero weight times an infinite input of a *neighbouring* group is NaN, which
 the convolution does not have. A tile whose sum is not finite everywhere (rare: an input that
