@@ -933,7 +933,13 @@ NONFINITE_CASES = with_each_algorithm(
     # multiplier 1 and 16 bytes of channels: depthwise_halo too (on a GPU)
     + [Case(1, 8, 7, 9, 8, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)
        for a in NONFINITE_ACTIVATIONS[:2]]
-)
+) + [
+    # grouped_halo's programs walking several items each (GPU): an item redone group by group in the
+    # buffer the next item's rows were copied to, which are then copied again.
+    pytest.param(c, marks=_machine_runs(c), id=c.id) for c in [
+        Case(4, 64, 28, 28, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", activation="relu",
+             residual=True, algo="grouped_halo", config=LaunchConfig(128, 16, num_warps=4, persistent=1))]
+]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # numpy, in the interpreter
