@@ -529,17 +529,24 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
 
 
 def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:
-    """The fewest groups merged that fill a 16-channel step (C/g = 4: four), 128 frame rows
-    (64 where an image has fewer), 4 warps, four walking programs an SM: tuning's choice on the
-    three stride-1 ResNeXt rows it won (session 28, H200; one item a program was 1.2x-1.6x slower,
-    benchmarks/probe_grouped.py), and the best or within 3% of it on the stride-2 rows (session 29);
-    64 rows where 128 do not fit the kernel's shared memory."""
+    """The fewest groups merged that fill a 16-channel step (C/g = 4: four), 4 warps, four walking
+    programs an SM (session 28, H200: one item a program was 1.2x-1.6x slower,
+    benchmarks/probe_grouped.py). At stride 1, 256 frame rows where an image has more than 128:
+    session 43's three A/B calls on the H200 timed them 0.96x-0.98x of 128 rows' time on ResNeXt
+    c128 hw56/1 (41.9-42.3 against 43.1-45.6 us) and c512 hw14/1 (15.2-15.5 against 15.8-16.3),
+    1.01x-1.02x on c256 hw28/1, and tuning chose them on the first two. Otherwise 128 rows (64 where
+    an image has fewer): the best or within 3% of it on the stride-2 rows (session 29; 256 rows
+    1.12x slower on c256 hw56/2 in session 43). 64 rows where neither fits the kernel's shared
+    memory (the phases of a stride past 2, a long dilated reach; the smallest tile fits wherever
+    the kernel runs)."""
     smallest = replace(grouped_halo_smallest(problem), persistent=GROUPED_HALO_WALKERS)
     frame = problem.out_h * grouped_halo_frame_width(problem)
-    config = replace(smallest, block_m=128)
-    # (64 rows where 128 would pass the kernel's shared-memory bound: the phases of a stride past
-    # 2, a long dilated reach; the smallest tile fits wherever the kernel runs.)
-    return config if frame > 64 and grouped_halo_tiling(problem, config).fits(problem) else smallest
+    rows = 256 if problem.stride == (1, 1) and frame > 128 else 128
+    for block_m in (rows, 128):
+        config = replace(smallest, block_m=block_m)
+        if frame > 64 and grouped_halo_tiling(problem, config).fits(problem):
+            return config
+    return smallest
 
 
 def _depthwise_halo_config(problem: ConvProblem) -> LaunchConfig:
