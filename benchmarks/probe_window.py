@@ -4,11 +4,7 @@ depthwise suite's stride-1 rows up to 7x7, several tiles and warp counts each, C
 with L2 cleared, every output checked against float32 F.conv2d. Prints each kernel's
 registers and spills and its first call's seconds (the compile).
 
-    python3 benchmarks/probe_window.py [--rows 3|7|all] [--strips 7 14] [--steps 1 2] [--split-ab [--rounds K]]
-                                       [--json OUT.json]
-
-``--split-ab``: each tile also with its tile columns in one launch (``launch.WINDOW_SPLIT_COLUMNS``
-off) against the interior columns as a launch of their own, in turn for ``--rounds`` rounds.
+    python3 benchmarks/probe_window.py [--rows 3|7|all] [--strips 7 14] [--steps 1 2] [--json OUT.json]
 """
 import argparse
 import json
@@ -35,9 +31,6 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--steps", type=int, nargs="+", default=[1], help="input rows a loop step raced")
     ap.add_argument("--strips", type=int, nargs="+", default=[7, 14], help="strip heights raced")
-    ap.add_argument("--split-ab", action="store_true", help="A/B: interior tile columns as a launch of their own, "
-                    "or one launch over all columns")
-    ap.add_argument("--rounds", type=int, default=2, help="with --split-ab: A/B rounds")
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
@@ -64,35 +57,22 @@ def main():
         else:
             configs += [depthwise_window_config(p, rows_a_step=4)]
         for config in dict.fromkeys(configs):
-            times, found = {}, {}
-            for _ in range(args.rounds if args.split_ab else 1):
-                for split in ((True, False) if args.split_ab else (launch.WINDOW_SPLIT_COLUMNS,)):
-                    launch.WINDOW_SPLIT_COLUMNS = split
-                    out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+            out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
 
-                    def run(out=out, p=p, i=i, config=config):
-                        return launch.launch_depthwise_window(p, i.x, i.weight, None, None, out, config)
-                    start = time.perf_counter()
-                    compiled = run()
-                    torch.cuda.synchronize()
-                    first = time.perf_counter() - start
-                    ok = compare(out, ref.double(), tolerance(p, p.r * p.s)).ok
-                    times.setdefault(split, []).append(_graph_us(run))
-                    found.setdefault(split, {"ok": True, "regs": getattr(compiled, "n_regs", None),
-                                             "spills": getattr(compiled, "n_spills", None), "first_call_s": first})
-                    found[split]["ok"] &= ok
-            launch.WINDOW_SPLIT_COLUMNS = True
-            split = next(iter(times))
-            t, a = min(times[split]), found[split]
-            line = (f"    window {config}: {t:6.1f} us {t_ref / t:4.2f}x (auto {t_auto / t:4.2f}x) regs {a['regs']} "
-                    f"spills {a['spills']} first call {a['first_call_s']:4.1f} s ok {a['ok']}")
-            entry = {"config": config.to_dict(), "us": t, **a}
-            if args.split_ab:
-                b = min(times[False])
-                line += f" | one launch: {b:6.1f} us (A/B {t / b:5.3f}) ok {found[False]['ok']}"
-                entry.update(one_launch_us=b, one_launch_ok=found[False]["ok"],
-                             rounds={str(k): v for k, v in times.items()})
-            print(line, flush=True)
+            def run(out=out, p=p, i=i, config=config):
+                return launch.launch_depthwise_window(p, i.x, i.weight, None, None, out, config)
+            start = time.perf_counter()
+            compiled = run()
+            torch.cuda.synchronize()
+            first = time.perf_counter() - start
+            ok = compare(out, ref.double(), tolerance(p, p.r * p.s)).ok
+            t = _graph_us(run)
+            regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
+            print(f"    window {config}: {t:6.1f} us {t_ref / t:4.2f}x "
+                  f"(auto {t_auto / t:4.2f}x) regs {regs} spills {spills} first call {first:4.1f} s ok {ok}",
+                  flush=True)
+            entry = {"config": config.to_dict(), "us": t, "ok": ok, "regs": regs,
+                     "spills": spills, "first_call_s": first}
             rec["window"].append(entry)
         records.append(rec)
     if args.json:

@@ -658,14 +658,6 @@ CONFIG_CASES = [
          layout="nchw", activation="silu", algo="depthwise_window", config=LaunchConfig(3, 32, 1, 8, 1, 1)),
     Case(2, 40, 11, 7, 40, 2, 3, padding=(0, 1), groups=40, dtype="fp32", layout="nhwc",
          residual=True, activation="gelu", algo="depthwise_window", config=LaunchConfig(16, 64, 4, 8, 2, 2)),
-    # ... the tile columns clear of the padding as a launch of their own (no column masks), the
-    # border ones as a second (launch.window_column_launches): 7x7 over a 24-wide output, columns 1
-    # and 2 of four inside (the column-stride-2 case above splits too); every column inside (no
-    # left or right padding: one launch, unmasked).
-    Case(1, 32, 9, 24, 32, 7, 7, padding=3, groups=32, dtype="fp16", layout="nhwc", bias=True, residual=True,
-         activation="relu", algo="depthwise_window", config=LaunchConfig(7, 32, 7, 8, 1, 1)),
-    Case(1, 32, 9, 20, 32, 7, 7, padding=(3, 0), groups=32, dtype="fp16", layout="nhwc", bias=True,
-         algo="depthwise_window", config=LaunchConfig(7, 32, 7, 8, 1, 1)),
     # depthwise_toeplitz: 16-row tiles over N*P = 2*7 rows (a tile spans both images), 16
     # columns over 9 (tail), 2-channel batches over K = 6 (multiplier 2, tail); row stride 2,
     # column dilation 2 (a sparser band); the whole epilogue.

@@ -42,7 +42,6 @@ correct but uncoalesced) and the fused epilogue.
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .common import apply_activation
 
@@ -103,8 +102,7 @@ def _input_row(x_win, ih, H, stride_xh, win_ok, INT64: tl.constexpr):
 # The channel strides are not specialised: were a unit channel stride known, Triton would lay
 # a row's [channels, columns] loads and stores out several channels a thread (its coalescing
 # rule) and shuffle them through shared memory into the one-channel-a-thread tiles.
-@triton.jit(do_not_specialize=["H", "W", "P", "Q", "pad_h", "pad_w", "stride_xc", "stride_wk", "stride_ok", "stride_rk",
-                               "q_tiles"])
+@triton.jit(do_not_specialize=["H", "W", "P", "Q", "pad_h", "pad_w", "stride_xc", "stride_wk", "stride_ok", "stride_rk"])
 def conv2d_depthwise_window_kernel(
     x_ptr,  # input [N, C, H, W] through strides (stride_xw as the constexpr X_STRIDE_W)
     w_ptr,  # weight [K, 1, R, S]: stride_wk, then the constexpr tap strides
@@ -113,7 +111,6 @@ def conv2d_depthwise_window_kernel(
     res_ptr,  # residual [N, K, P, Q] (read only if HAS_RESIDUAL)
     H, W, P, Q, K,
     pad_h, pad_w,
-    q_tiles,  # this launch's tile columns: Q_TILE0 + j * Q_TILE_STEP, j < q_tiles
     stride_xn, stride_xc, stride_xh,
     stride_wk,
     stride_on, stride_ok, stride_op, stride_oq,
@@ -134,22 +131,16 @@ def conv2d_depthwise_window_kernel(
     OUT_PAD: tl.constexpr,  # TILE_W to a power of two
     TAPS_PAD: tl.constexpr,  # R * S to a power of two
     EVEN_K: tl.constexpr,  # K a multiple of BLOCK_C: no channel masks on the input rows
-    Q_TILE0: tl.constexpr, Q_TILE_STEP: tl.constexpr,  # (compile-time: as runtime values they cost ptxas 8
-    # registers a thread on the 7x7 tiles, past the 168 that fit three 4-warp programs an SM)
-    COLS_INSIDE: tl.constexpr,  # every tile of the launch reads only columns inside the input: no column masks
-    SIGNAL_DEPENDENTS: tl.constexpr,  # a launch follows programmatically (the border columns'): signal it
-    WAIT_PRIOR: tl.constexpr,  # launched programmatically after the interior columns' launch: finish after it
     INT64: tl.constexpr,
 ):
-    if SIGNAL_DEPENDENTS:
-        gdc_launch_dependents()
     # One axis over (image, strip, tile column), columns fastest: neighbouring programs share
     # input rows in L2.
     pid = tl.program_id(0)
-    tiles_pq = tl.cdiv(P, STRIP) * q_tiles
+    tiles_q = tl.cdiv(Q, TILE_W)
+    tiles_pq = tl.cdiv(P, STRIP) * tiles_q
     n = pid // tiles_pq
-    p0 = (pid % tiles_pq) // q_tiles * STRIP
-    q0 = (Q_TILE0 + (pid % q_tiles) * Q_TILE_STEP) * TILE_W
+    p0 = (pid % tiles_pq) // tiles_q * STRIP
+    q0 = (pid % tiles_q) * TILE_W
     k_idx = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     if INT64:
         n = n.to(tl.int64)
@@ -179,10 +170,7 @@ def conv2d_depthwise_window_kernel(
     # Inside the input: one unsigned compare a column (negative coordinates wrap past W), one a
     # row; the channels' mask only where K is not a whole number of blocks.
     cols = tl.arange(0, WIN_PAD)
-    if COLS_INSIDE:  # a compile-time mask: the padding columns of WIN_PAD only
-        win_ok = (cols < WIN_W)[None, :]
-    else:
-        win_ok = ((cols < WIN_W) & _inside(iw0 + cols, W))[None, :]
+    win_ok = ((cols < WIN_W) & _inside(iw0 + cols, W))[None, :]
     if not EVEN_K:
         win_ok = win_ok & mask_k[:, None]
     x_win = (x_ptr + n * stride_xn + col0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
@@ -230,10 +218,6 @@ def conv2d_depthwise_window_kernel(
                                True, True, x_win, H, stride_xh, win_ok, taps, zero, P, out_tile, res_tile, q_ok,
                                bias, stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
-    if WAIT_PRIOR:
-        # Nothing here reads what the launch before wrote (the tiles are disjoint); the wait keeps
-        # this grid from completing before that one, so that the stream's next work sees both.
-        gdc_wait()
 
 
 @triton.jit

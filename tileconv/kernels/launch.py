@@ -23,7 +23,6 @@ from .._runtime import (
     cdiv,
     kernel_strides,
     pow2_at_least,
-    programmatic_launch,
     programs_fitting,
     programs_resident,
     sm_count,
@@ -1155,33 +1154,6 @@ def depthwise_window_unsupported_reason(problem: ConvProblem) -> str | None:
     return None
 
 
-# depthwise_window's tile columns clear of the padding as a launch of their own (window_column_launches);
-# False: one launch over all columns (the probes' A/B switch, read at every launch).
-WINDOW_SPLIT_COLUMNS = True
-
-
-def window_column_launches(problem: ConvProblem, tile_w: int) -> list[tuple[int, int, int, bool]]:
-    """depthwise_window's launches over the tile columns: (first tile column, step, count,
-    inside) each. Where some tile columns read only input columns inside the input (their
-    window clear of the padding: 6 of a 56-wide 7x7 output's 8 columns of 7), they run as a
-    launch of their own compiled without column masks (``COLS_INSIDE``: a sixth fewer
-    instructions, session 26's offline count), and the one or two border columns as a second
-    launch; otherwise (more than one border column a side, or none inside) one launch over all."""
-    v, pad_w = problem.stride[1], problem.padding[1]
-    win_w = window(tile_w, v, problem.s, problem.dilation[1])
-    tiles = cdiv(problem.out_w, tile_w)
-    inside = [t for t in range(tiles) if 0 <= t * tile_w * v - pad_w and t * tile_w * v - pad_w + win_w <= problem.w]
-    if not inside or not WINDOW_SPLIT_COLUMNS:
-        return [(0, 1, tiles, False)]
-    border = [t for t in range(tiles) if t < inside[0] or t > inside[-1]]
-    if len(border) > 2 or (len(border) == 2 and border != [0, tiles - 1]):
-        return [(0, 1, tiles, False)]
-    launches = [(inside[0], 1, len(inside), True)]
-    if border:
-        launches.append((border[0], max(1, border[-1] - border[0]), len(border), False))
-    return launches
-
-
 def launch_depthwise_window(
     problem: ConvProblem,
     x: torch.Tensor,
@@ -1202,28 +1174,19 @@ def launch_depthwise_window(
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     xs = kernel_strides(x)
     win_w = window(tiling.tile_w, problem.stride[1], problem.s, problem.dilation[1])
-    launches = window_column_launches(problem, tiling.tile_w)
-    # The border columns' launch follows the interior's programmatically on Hopper (its programs
-    # fill the SMs the interior's last wave leaves; it finishes after the interior's grid).
-    pdl = len(launches) > 1 and programmatic_launch(x.device)
-    compiled = None
-    for index, (q_tile0, q_tile_step, q_tiles, cols_inside) in enumerate(launches):
-        grid = (problem.n * cdiv(problem.out_h, tiling.strip) * q_tiles, cdiv(problem.k, tiling.block_c))
-        done = launch(conv2d_depthwise_window_kernel, grid,
-            x, weight, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
-            problem.padding[0], problem.padding[1], q_tiles, xs[0], xs[1], xs[2],
-            weight.stride(0), *epilogue_strides,
-            X_STRIDE_W=xs[3], W_STRIDE_R=weight.stride(2), W_STRIDE_S=weight.stride(3), R=problem.r, S=problem.s,
-            V=problem.stride[1], DIL_W=problem.dilation[1], MULTIPLIER=problem.k // problem.c, **epilogue,
-            STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
-            WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
-            OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
-            EVEN_K=problem.k % tiling.block_c == 0, Q_TILE0=q_tile0, Q_TILE_STEP=q_tile_step, COLS_INSIDE=cols_inside,
-            SIGNAL_DEPENDENTS=pdl and index == 0, WAIT_PRIOR=pdl and index > 0, INT64=needs_int64(problem),
-            num_warps=config.num_warps, num_stages=1, launch_pdl=pdl and index > 0,
-        )
-        compiled = compiled or done
-    return compiled
+    grid = (problem.n * cdiv(problem.out_h, tiling.strip) * cdiv(problem.out_w, tiling.tile_w),
+            cdiv(problem.k, tiling.block_c))
+    return launch(conv2d_depthwise_window_kernel, grid,
+        x, weight, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
+        problem.padding[0], problem.padding[1], xs[0], xs[1], xs[2],
+        weight.stride(0), *epilogue_strides,
+        X_STRIDE_W=xs[3], W_STRIDE_R=weight.stride(2), W_STRIDE_S=weight.stride(3), R=problem.r, S=problem.s,
+        V=problem.stride[1], DIL_W=problem.dilation[1], MULTIPLIER=problem.k // problem.c, **epilogue,
+        STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
+        WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
+        OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
+        EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
+    )
 
 
 # depthwise_plane: a channel's whole input and output planes are one GEMM's reduction and N,
