@@ -20,11 +20,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (probe_window's measure)
 import torch
 import torch.nn.functional as F
+from probe_window import measure
 
 import tileconv
 import tileconv.kernels.launch as launch
@@ -122,19 +123,9 @@ def main():
             for _ in range(args.rounds if len(variants) > 1 else 1):
                 for name, kernel in variants.items():
                     launch.conv2d_grouped_halo_kernel = kernel
-                    out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
-
-                    def run(out=out, p=p, i=i, config=config):
-                        return launch.launch_grouped_halo(p, i.x, i.weight, None, None, out, config)
-                    start = time.perf_counter()
-                    compiled = run()
-                    torch.cuda.synchronize()
-                    first = time.perf_counter() - start
-                    ok = compare(out, ref.double(), tolerance(p)).ok
-                    times.setdefault(name, []).append(_graph_us(run))
-                    regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
-                    found.setdefault(name, {"ok": True, "regs": regs, "spills": spills, "first_call_s": first})
-                    found[name]["ok"] &= ok
+                    m = measure(launch.launch_grouped_halo, p, i, ref, config, tolerance(p))
+                    times.setdefault(name, []).append(m.pop("us"))
+                    found.setdefault(name, m)["ok"] &= m["ok"]
             launch.conv2d_grouped_halo_kernel = today
             t = min(times["A"])
             a = found["A"]

@@ -25,6 +25,24 @@ from tileconv.dispatch.heuristics import depthwise_window_config
 from tileconv.testing import compare, random_inputs, tolerance
 
 
+def measure(launcher, p, i, ref, config, tol) -> dict:
+    """One tile of a probe: ``launcher``'s first call (the compile included) into a NaN-filled
+    channels_last output, checked against ``ref`` within ``tol``, then its time as CUDA-graph
+    replays; the compiled kernel's registers and spills (None where the launcher returns no
+    compiled kernel). Shared with probe_grouped.py."""
+    out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
+
+    def run():
+        return launcher(p, i.x, i.weight, None, None, out, config)
+    start = time.perf_counter()
+    compiled = run()
+    torch.cuda.synchronize()
+    first = time.perf_counter() - start
+    ok = compare(out, ref.double(), tol).ok
+    return {"us": _graph_us(run), "ok": ok, "regs": getattr(compiled, "n_regs", None),
+            "spills": getattr(compiled, "n_spills", None), "first_call_s": first}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="all")
@@ -57,22 +75,11 @@ def main():
         else:
             configs += [depthwise_window_config(p, rows_a_step=4)]
         for config in dict.fromkeys(configs):
-            out = torch.full_like(ref, float("nan"), dtype=p.dtype).contiguous(memory_format=torch.channels_last)
-
-            def run(out=out, p=p, i=i, config=config):
-                return launch.launch_depthwise_window(p, i.x, i.weight, None, None, out, config)
-            start = time.perf_counter()
-            compiled = run()
-            torch.cuda.synchronize()
-            first = time.perf_counter() - start
-            ok = compare(out, ref.double(), tolerance(p, p.r * p.s)).ok
-            t = _graph_us(run)
-            regs, spills = getattr(compiled, "n_regs", None), getattr(compiled, "n_spills", None)
-            print(f"    window {config}: {t:6.1f} us {t_ref / t:4.2f}x "
-                  f"(auto {t_auto / t:4.2f}x) regs {regs} spills {spills} first call {first:4.1f} s ok {ok}",
-                  flush=True)
-            entry = {"config": config.to_dict(), "us": t, "ok": ok, "regs": regs,
-                     "spills": spills, "first_call_s": first}
+            m = measure(launch.launch_depthwise_window, p, i, ref, config, tolerance(p, p.r * p.s))
+            t = m["us"]
+            print(f"    window {config}: {t:6.1f} us {t_ref / t:4.2f}x (auto {t_auto / t:4.2f}x) regs {m['regs']} "
+                  f"spills {m['spills']} first call {m['first_call_s']:4.1f} s ok {m['ok']}", flush=True)
+            entry = {"config": config.to_dict(), **m}
             rec["window"].append(entry)
         records.append(rec)
     if args.json:
