@@ -32,6 +32,9 @@ from .config import BackwardConfig, LaunchConfig, dot_constexprs, needs_int64
 from .dense_toeplitz import conv2d_dense_toeplitz_kernel
 from .depthwise import conv2d_depthwise_kernel
 from .depthwise_halo import conv2d_depthwise_halo_kernel
+from .depthwise_mma import conv2d_depthwise_mma_kernel
+from .depthwise_mma import staging_rows as depthwise_mma_staging_rows
+from .depthwise_mma import write_rows as depthwise_mma_write_rows
 from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
@@ -1186,6 +1189,137 @@ def launch_depthwise_window(
         WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
         OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
         EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
+    )
+
+
+# depthwise_mma: a program stages its band's input planes (and a quad's banded filter rows) in
+# shared memory; channels a program: powers of two, eight (16-byte loads) to 64.
+DEPTHWISE_MMA_WIDTHS = (8, 16, 32, 64)
+DEPTHWISE_MMA_MAX_SHARED_BYTES = 160 * 1024
+
+
+@dataclass(frozen=True)
+class DepthwiseMmaTiling:
+    """depthwise_mma's tile (see :mod:`.depthwise_mma`): ``block_c`` channels (``config.block_n``)
+    of a band of 16 output rows, ``col_groups`` of 8 output columns; ``groups`` staged column
+    groups (a power of two past them), ``staged_rows`` input rows in planes of ``plane_rows``."""
+
+    block_c: int
+    col_groups: int
+    groups: int
+    staged_rows: int
+    plane_rows: int
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """The staged planes and every quad's banded filter rows."""
+        planes = self.block_c * self.groups * self.plane_rows * 8 * problem.itemsize
+        return planes + self.block_c * pow2_at_least(problem.r) * 16 * 8 * problem.itemsize
+
+    def passes_fit(self) -> bool:
+        """Whether a staging pass (8 pixels x 8 channels a thread) stays within a plane's rows
+        and a write-out pass (4 columns x 8 channels a thread) within the band's 16."""
+        out_cols = 8 * pow2_at_least(self.col_groups)
+        return (depthwise_mma_staging_rows(self.groups, self.block_c) <= self.plane_rows
+                and depthwise_mma_write_rows(out_cols, self.block_c) <= 16)
+
+
+def depthwise_mma_tiling(problem: ConvProblem, config: LaunchConfig) -> DepthwiseMmaTiling:
+    """:class:`DepthwiseMmaTiling` of ``config``; a ``ValueError`` naming the field if it cannot
+    describe a depthwise_mma tile of ``problem``."""
+    if config.block_n not in DEPTHWISE_MMA_WIDTHS:
+        raise ValueError(f"config block_n={config.block_n}: depthwise_mma's channels a program are one of "
+                         f"{DEPTHWISE_MMA_WIDTHS}")
+    if config.num_warps != 4:
+        raise ValueError(f"config num_warps={config.num_warps}: depthwise_mma runs one warp a channel of a quad (4)")
+    col_groups = cdiv(problem.out_w, 8)
+    staged_rows = 16 + (problem.r - 1) * problem.dilation[0]
+    return DepthwiseMmaTiling(config.block_n, col_groups, pow2_at_least(col_groups + 1), staged_rows,
+                              max(32, pow2_at_least(staged_rows)))
+
+
+def depthwise_mma_smallest(problem: ConvProblem) -> LaunchConfig:
+    """depthwise_mma's narrowest tile whose passes fit (8 channels where the output is 16+
+    columns wide, up to 32 on outputs of at most 8)."""
+    for width in DEPTHWISE_MMA_WIDTHS:
+        config = LaunchConfig(block_m=16, block_n=width, num_warps=4)
+        if depthwise_mma_tiling(problem, config).passes_fit():
+            return config
+    return LaunchConfig(block_m=16, block_n=DEPTHWISE_MMA_WIDTHS[-1], num_warps=4)
+
+
+def depthwise_mma_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_mma` cannot run ``problem`` (None if it can)."""
+    if INTERPRET:
+        return "it is a Gluon kernel (shared memory, mma_v2): it does not run under Triton's interpreter"
+    if not has_cp_async():
+        return "it is a Gluon kernel built on mma_v2 and ldmatrix: it needs an NVIDIA GPU of compute capability 8.0 or newer"
+    return _depthwise_mma_problem_reason(problem)
+
+
+def _depthwise_mma_problem_reason(problem: ConvProblem) -> str | None:
+    """The part of :func:`depthwise_mma_unsupported_reason` that is the problem's, not the machine's."""
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
+    if problem.k != problem.c:
+        return f"its products are one channel each: it needs a channel multiplier of 1 (K = {problem.k}, C = {problem.c})"
+    if problem.layout != "nhwc":
+        return "it loads eight channels of a pixel in 16 bytes: it needs channels_last"
+    if problem.itemsize != 2:
+        return "its products are mma_v2's 16-bit ones: it needs float16 or bfloat16"
+    if problem.stride != (1, 1):
+        return f"its banded filter rows slide one column a column: it needs stride 1 (stride {problem.stride})"
+    if 8 + (problem.s - 1) * problem.dilation[1] > 16:
+        return (f"a filter row's reach over 8 output columns, 8 + (S-1)*dil_w = "
+                f"{8 + (problem.s - 1) * problem.dilation[1]}, must fit mma_v2's 16-column K")
+    tiling = depthwise_mma_tiling(problem, depthwise_mma_smallest(problem))
+    if not tiling.passes_fit() or tiling.shared_bytes(problem) > DEPTHWISE_MMA_MAX_SHARED_BYTES:
+        return (f"its staged band ({tiling.staged_rows} rows of {8 * tiling.groups} columns) needs more than "
+                f"{DEPTHWISE_MMA_MAX_SHARED_BYTES // 1024} KB of shared memory")
+    return None
+
+
+def launch_depthwise_mma(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_mma_kernel`: programs of a band of 16 output rows of one image
+    by ``block_n`` channels, each filter row a banded matrix on the tensor cores. An input whose
+    channels are not contiguous or whose pixel strides are not multiples of 16 bytes (a sliced
+    view) is copied to channels_last first."""
+    reason = _depthwise_mma_problem_reason(problem)
+    if reason is not None:
+        raise ValueError(f"depthwise_mma cannot run {problem.describe()}: {reason}")
+    tiling = depthwise_mma_tiling(problem, config)
+    shared = tiling.shared_bytes(problem)
+    if not tiling.passes_fit() or shared > DEPTHWISE_MMA_MAX_SHARED_BYTES:
+        raise ValueError(f"config {config}: depthwise_mma's passes do not fit its {tiling.block_c} channels and "
+                         f"{tiling.col_groups} column groups, or its staging needs {shared} bytes of shared memory "
+                         f"(at most {DEPTHWISE_MMA_MAX_SHARED_BYTES})")
+    if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
+        x = x.contiguous(memory_format=torch.channels_last)
+    weight = weight.contiguous()
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    bands = cdiv(problem.out_h, 16)
+    items = problem.n * bands
+    cblocks = cdiv(problem.k, tiling.block_c)
+    # persistent=k: k programs an SM walk the items of a channel block (the next item's input
+    # loaded while this one's products run), no more than fit an SM's shared memory; 0: one item
+    # a program. (A whole number of programs a channel block: the grid is a multiple of cblocks.)
+    walking = min(config.persistent, programs_resident(x.device, shared))
+    walkers = max(1, sm_count(x.device) * walking // cblocks) if config.persistent else items
+    grid = (cblocks * max(1, min(items, walkers)),)
+    return launch(conv2d_depthwise_mma_kernel, grid,
+        x, weight, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, problem.k, bands, items, cblocks,
+        problem.padding[0], problem.padding[1], x.stride(0), x.stride(2), x.stride(3), *epilogue_strides,
+        R=problem.r, S=problem.s, DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
+        CB=tiling.block_c, WT=tiling.col_groups, G8=tiling.groups, PR=tiling.plane_rows, RS=tiling.staged_rows,
+        INT64=max(x.numel(), out.numel()) >= INT32_LIMIT or needs_int64(problem), num_warps=4,
     )
 
 
