@@ -45,8 +45,7 @@ OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "H
 KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
-           "conv2d_depthwise_halo_kernel", "conv2d_depthwise_window_kernel", "conv2d_grouped_halo_kernel",
-           "conv2d_depthwise_mma_kernel")
+           "conv2d_depthwise_halo_kernel", "conv2d_depthwise_window_kernel", "conv2d_grouped_halo_kernel")
 
 
 class _Recorder:
