@@ -89,8 +89,18 @@ PDL_ENABLED: bool = os.environ.get("TILECONV_PDL", "1") != "0"
 _pdl_capable: dict[int, bool] = {}
 
 
+def nvidia_capability(index: int | None = None) -> tuple[int, int] | None:
+    """The compute capability of NVIDIA GPU ``index`` (default: the current device), or None
+    (no GPU, or a ROCm build, whose capabilities, (9, 4) for an MI300, are not NVIDIA's)."""
+    import torch
+
+    if torch.version.hip is not None or not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_capability(index)
+
+
 def programmatic_launch(device) -> bool:
-    """Whether a launch on ``device`` uses programmatic dependent launch: a CUDA device of
+    """Whether a launch on ``device`` uses programmatic dependent launch: an NVIDIA GPU of
     compute capability 9.0 or later (``griddepcontrol`` is sm_90 PTX), not under the
     interpreter, :data:`PDL_ENABLED` set. Read once per device, as :func:`sm_count`."""
     if not PDL_ENABLED or device.type != "cuda":
@@ -98,7 +108,6 @@ def programmatic_launch(device) -> bool:
     index = device.index if device.index is not None else 0
     capable = _pdl_capable.get(index)
     if capable is None:
-        import torch
-
-        capable = _pdl_capable[index] = torch.cuda.get_device_capability(index) >= (9, 0)
+        capability = nvidia_capability(index)
+        capable = _pdl_capable[index] = capability is not None and capability >= (9, 0)
     return capable

@@ -22,6 +22,7 @@ from .._runtime import (
     INTERPRET,
     cdiv,
     kernel_strides,
+    nvidia_capability,
     pow2_at_least,
     programs_fitting,
     programs_resident,
@@ -375,18 +376,10 @@ WS_SLICE_REGS = 152
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
-def _nvidia_capability() -> tuple[int, int] | None:
-    """This process's NVIDIA GPU's compute capability, or None (no GPU, or a ROCm build, whose
-    capabilities, (9, 4) for an MI300, are not NVIDIA's)."""
-    if torch.version.hip is not None or not torch.cuda.is_available():
-        return None
-    return torch.cuda.get_device_capability()
-
-
 @functools.cache
 def _is_hopper() -> bool:
     """Whether this process's GPU is a Hopper (sm_90): asked once (dispatch asks on every call)."""
-    capability = _nvidia_capability()
+    capability = nvidia_capability()
     return capability is not None and capability[0] == 9
 
 
@@ -1055,7 +1048,7 @@ def depthwise_halo_unsupported_reason(problem: ConvProblem) -> str | None:
 @functools.cache
 def has_cp_async() -> bool:
     """Whether this process's GPU has cp.async (NVIDIA sm_80 and newer): asked once."""
-    capability = _nvidia_capability()
+    capability = nvidia_capability()
     return capability is not None and capability[0] >= 8
 
 
