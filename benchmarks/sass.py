@@ -42,7 +42,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 TYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.int32: "i32"}
 OPS = ("HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "LDG", "STG", "FFMA", "HFMA2", "PREEXIT", "ACQBULK")
 # (PREEXIT: griddepcontrol.launch_dependents; ACQBULK: griddepcontrol.wait -- programmatic dependent launch)
-KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
+KERNELS = ("conv2d_implicit_gemm_kernel", "conv1x1_tma_kernel", "conv1x1_tma_persistent_kernel", "conv2d_tma_rows_kernel", "conv2d_tma_rows_persistent_kernel", "conv2d_implicit_gemm_ws_kernel", "conv1x1_ws_kernel", "conv2d_frame_kernel", "conv2d_direct_kernel", "conv2d_direct_rows_kernel", "conv2d_depthwise_kernel",
            "conv2d_depthwise_rows_kernel", "conv2d_depthwise_toeplitz_kernel", "unroll_columns_kernel", "to_channels_last_kernel", "to_padded_planes_kernel", "conv1x1_nchw_kernel",
            "conv2d_dense_toeplitz_kernel", "to_padded_rows_kernel", "conv2d_depthwise_plane_kernel",
            "conv2d_depthwise_halo_kernel", "conv2d_depthwise_window_kernel", "conv2d_grouped_halo_kernel")
@@ -299,6 +299,8 @@ CASES = [
     ("tma_rows", "vae c512 hw128 k512"),
     ("implicit_gemm_ws", "seed000"),  # Gluon: warp-specialized, cp.async + TMA into an mbarrier ring
     ("implicit_gemm_ws", "r50 c256 hw56 k512 1x1/2"),
+    ("implicit_gemm_frame", "r50 c64 hw56 k64 3x3/1"),  # Gluon: TMA frames, every tap a view read by wgmma
+    ("implicit_gemm_frame", "r50 c256 hw14 k256 3x3/1"),
     ("gemm_1x1", "r50 c256 hw56 k512 1x1/2"),  # strided: 4D boxes of the strided view
     ("gemm_1x1_ws", "r50 c64 hw56 k64 1x1/1"),  # Gluon: a one-warp TMA loader, the ws MMA partition
     ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),

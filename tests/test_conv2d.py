@@ -447,6 +447,21 @@ CONFIG_CASES = [
          algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 32, 8, 4, 4)),
     Case(1, 16, 5, 5, 20, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True,
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
+    # implicit_gemm_frame (Gluon, Hopper only: skipped under the interpreter): one frame a channel
+    # block, every tap a view of it from any row. A 14-wide output in a 16-column frame (two
+    # columns never stored), an output-row tail (P = 9 in 8-row tiles), K = 72 in a 128 tile (the
+    # TMA store clipped), bias + ReLU; a 5x5 filter dilated along rows (the frame's 8 reach rows
+    # in boxes of 4 rows) in 32-channel steps (64-byte swizzle), bf16; 256-row tiles on 8 warps of
+    # a 28-wide output (a 4-row tail), K = 64 (one chunk a tile), SiLU; a 1x3 filter (no reach
+    # rows: one box a frame), K = 24.
+    Case(3, 64, 9, 14, 72, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="implicit_gemm_frame", config=LaunchConfig(128, 128, 64, 8, 4, 6)),
+    Case(2, 96, 11, 10, 40, 5, 5, padding=(4, 2), dilation=(2, 1), dtype="bf16", layout="nhwc", bias=True,
+         algo="implicit_gemm_frame", config=LaunchConfig(64, 64, 32, 8, 4, 4)),
+    Case(4, 128, 28, 28, 64, 3, 3, padding=1, dtype="fp16", layout="nhwc", activation="silu",
+         algo="implicit_gemm_frame", config=LaunchConfig(256, 64, 64, 8, 8, 6)),
+    Case(2, 32, 6, 30, 24, 1, 3, padding=(0, 1), dtype="bf16", layout="nhwc",
+         algo="implicit_gemm_frame", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
     # gemm_1x1_ws (Gluon, Hopper only: skipped under the interpreter): gemm_1x1's views through a
     # one-warp TMA loader. Stride 1 with M, K and C tails (C = 40 in a 64-channel step: zero fill
     # on both operands), the whole epilogue; strided with merged images (2 rows of 8 columns for

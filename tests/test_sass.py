@@ -50,6 +50,9 @@ def test_fast_paths_use_hopper_instructions():
             assert row["UTMALDG"] > 0 and row["LDGSTS"] == 0, "operand loads are not TMA bulk copies: " + where
         if algorithm == "gemm_1x1_ws":  # a TMA loader warp (no cp.async), wgmma
             assert row["HGMMA"] > 0 and row["UTMALDG"] > 0 and row["LDGSTS"] == 0, where
+        if algorithm == "implicit_gemm_frame":  # frames and weights by TMA only, wgmma, TMA stores
+            assert row["HGMMA"] > 0 and row["UTMALDG"] > 0 and row["LDGSTS"] == 0, where
+            assert row["UTMASTG"] > 0 and row["STG"] == 0, "the epilogue does not store by TMA: " + where
         if algorithm == "implicit_gemm_ws":  # loader warps: cp.async gathers and the weight by TMA; wgmma
             assert row["HGMMA"] > 0 and row["LDGSTS.128"] > 0 and row["UTMALDG"] > 0, where
         if algorithm in ("gemm_1x1_ws", "implicit_gemm_ws"):

@@ -59,6 +59,7 @@ from .heuristics import (
     default_config,
     depthwise_window_config,
     direct_rows_config,
+    frame_tiling_or_none,
     reduction_steps,
     slice_length,
 )
@@ -724,6 +725,19 @@ def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None 
     return list(dict.fromkeys(fitted))
 
 
+def implicit_gemm_frame_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """implicit_gemm_frame tiles: the default, then the tiles of session 45's probe (H200,
+    benchmarks/probe_frame.py) that won or came within 5% of the best on a ResNet-50 row,
+    where they fit the frame and shared memory."""
+    fitted = [default_config(problem, "implicit_gemm_frame")]
+    for block_m, block_n, block_k, warps, stages in ((128, 64, 64, 4, 8), (128, 128, 64, 4, 6), (256, 64, 64, 8, 6),
+                                                     (128, 128, 32, 4, 8), (64, 128, 64, 4, 8)):
+        config = LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
+        if frame_tiling_or_none(problem, config) is not None:
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 def grouped_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """grouped_halo tiles: the default, then 64, 128 and 256 frame rows, 4 warps, the fewest
     groups merged and (for C/g = 32) 32 channels, 2 and 4 walking programs an SM (one item a
@@ -755,6 +769,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1_ws": gemm_1x1_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "grouped_halo": grouped_halo_candidates,
+    "implicit_gemm_frame": implicit_gemm_frame_candidates,
     "im2row": im2row_candidates,
     "staged_nhwc": staged_nhwc_candidates,
     "depthwise": depthwise_candidates,

@@ -30,6 +30,7 @@ from ..kernels.launch import (
     direct_rows_block_k,
     direct_rows_can_pair,
     direct_rows_unsupported_reason,
+    frame_tiling,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
@@ -40,6 +41,7 @@ from ..kernels.launch import (
     grouped_halo_unsupported_reason,
     halo_tiling,
     im2row_unsupported_reason,
+    implicit_gemm_frame_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
@@ -86,6 +88,7 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
     'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters: 'gemm_1x1_ws';
+    stride-1 filters whose frame fits the output's width (:func:`frame_pays`): 'implicit_gemm_frame';
     narrow outputs: 'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
@@ -168,6 +171,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
         return "im2row"
     if problem.stride != (1, 1) and gemm_1x1_ws_unsupported_reason(problem) is None:
         return "gemm_1x1_ws"  # strided 1x1 on Hopper: see GEMM_1X1_WS_PINGPONG
+    if frame_pays(problem):
+        return "implicit_gemm_frame"
     if ws_pays(problem):
         return "implicit_gemm_ws"
     if tma_rows_fits(problem):
@@ -214,6 +219,46 @@ WS_MAX_1X1_WIDTH = 7
 # TF32 44.3 against implicit_gemm's 47.9 and gemm_1x1's 46.0), the ping-pong 128x128 tile at 4
 # stages on four of them.
 GEMM_1X1_WS_PINGPONG = LaunchConfig(block_m=128, block_n=128, block_k=64, num_warps=4, num_stages=4, pingpong=1)
+
+
+# implicit_gemm_frame (one input frame a channel block, every tap a view of it; H200, session 45,
+# benchmarks/probe_frame.py, CUDA-graph replays beside cuDNN and the dispatch of then, fp16 NHWC):
+# ResNet-50's stride-1 3x3 rows at batch 32, c64 hw56 k64 21.1 us at 128x64x64 (cuDNN 31.0,
+# implicit_gemm 34.4), c128 hw28 k128 20.2 at 128x128x64 (25.4, implicit_gemm_ws 23.5), c256 hw14
+# k256 19.0 at 128x128x64 (26.2, 22.4). It lost where the frame is mostly columns no output
+# stores (c512 hw7: 16 columns for 7 outputs, 29.2 against 24.5; seed001's 64-wide rows, 128
+# columns for 66) and on seed000 (K = 512: 193.5 against implicit_gemm_ws's 128x256 172.3).
+FRAME_MAX_WASTE = 1.15  # frame columns over the columns outputs read, at most
+FRAME_MAX_K = 256
+
+
+def frame_pays(problem: ConvProblem) -> bool:
+    """Whether ``problem`` should run on ``implicit_gemm_frame``: the kernel can take it, its
+    frame wastes at most :data:`FRAME_MAX_WASTE` of its columns, K at most
+    :data:`FRAME_MAX_K` and C at least 64 (the rows it won; see the measurements above)."""
+    if implicit_gemm_frame_unsupported_reason(problem) is not None or problem.r * problem.s == 1:
+        return False
+    read = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    fits = frame_tiling_or_none(problem, frame_config(problem)) is not None
+    return fits and pow2_at_least(read) <= FRAME_MAX_WASTE * read and problem.k <= FRAME_MAX_K and problem.c >= 64
+
+
+def frame_config(problem: ConvProblem) -> LaunchConfig:
+    """implicit_gemm_frame's tile: 128 rows on 4 warps (256 on 8 where the frame is wider than
+    128 columns), 64 output channels (8 weight stages) where K is at most 64, else 128 (6 stages),
+    64-channel steps where they divide C, else 32 (the probe's winners, above)."""
+    read = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    block_m, warps = (256, 8) if pow2_at_least(read) > 128 else (128, 4)
+    block_n, stages = (64, 8) if problem.k <= 64 else (128, 6)
+    return LaunchConfig(block_m, block_n, 64 if problem.c % 64 == 0 else 32, 8, warps, stages)
+
+
+def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig):
+    """:func:`frame_tiling`, or None where ``config`` does not fit ``problem``."""
+    try:
+        return frame_tiling(problem, config)
+    except ValueError:
+        return None
 
 
 def ws_pays(problem: ConvProblem) -> bool:
@@ -349,6 +394,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _tma_rows_config(problem)
     if algorithm == "implicit_gemm_ws" or (algorithm == "gemm_1x1_ws" and problem.stride == (1, 1)):
         return _ws_config(problem)
+    if algorithm == "implicit_gemm_frame":
+        return frame_config(problem)
     if algorithm == "gemm_1x1_ws":
         return replace(GEMM_1X1_WS_PINGPONG, block_k=64 if problem.itemsize == 2 else 32)
     if algorithm == "dense_toeplitz":

@@ -12,6 +12,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM
   warp-specialized, a loader warpgroup gathering tiles into a shared-memory ring for the
   MMA warps, one program an SM.
+- ``implicit_gemm_frame`` (:mod:`.implicit_gemm_frame`): Hopper only (Gluon): stride-1 dense
+  convolutions whose tiles are whole output rows; each channel block's input frame copied once
+  by TMA, every tap's A operand a shifted view of it read by wgmma from shared memory.
 - ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
@@ -85,6 +88,7 @@ from .launch import (
     group_pack_factor,
     grouped_halo_unsupported_reason,
     im2row_unsupported_reason,
+    implicit_gemm_frame_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     launch_dense_toeplitz,
     launch_depthwise,
@@ -102,6 +106,7 @@ from .launch import (
     launch_grouped_halo,
     launch_im2row,
     launch_implicit_gemm,
+    launch_implicit_gemm_frame,
     launch_implicit_gemm_ws,
     launch_staged_nhwc,
     launch_tma_rows,
@@ -150,6 +155,13 @@ ALGORITHMS: dict[str, Algorithm] = {
         "Hopper implicit GEMM, warp-specialized (Gluon): loader warps gather into a ring, MMA warps consume it",
         launch_implicit_gemm_ws,
         implicit_gemm_ws_unsupported_reason,
+    ),
+    "implicit_gemm_frame": Algorithm(
+        "implicit_gemm_frame",
+        "Hopper stride-1 implicit GEMM (Gluon): each channel block's input frame copied once by TMA, "
+        "every tap's operand a shifted view of it",
+        launch_implicit_gemm_frame,
+        implicit_gemm_frame_unsupported_reason,
     ),
     "gemm_1x1": Algorithm(
         "gemm_1x1",

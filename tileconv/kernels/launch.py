@@ -8,6 +8,7 @@ two launchers cannot drift apart.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 
 import torch
@@ -47,6 +48,7 @@ from .gemm_1x1_nchw import conv1x1_nchw_kernel
 from .grouped_halo import conv2d_grouped_halo_kernel
 from .im2row import unroll_columns_kernel
 from .implicit_gemm import conv2d_implicit_gemm_kernel, splitk_epilogue_kernel
+from .implicit_gemm_frame import conv2d_frame_kernel
 from .implicit_gemm_tma import conv2d_tma_rows_kernel, conv2d_tma_rows_persistent_kernel
 from .implicit_gemm_ws import conv1x1_ws_kernel, conv2d_implicit_gemm_ws_kernel
 from .staged import to_channels_last_kernel, to_padded_planes_kernel, to_padded_rows_kernel
@@ -460,6 +462,119 @@ def launch_implicit_gemm_ws(
                   *epilogue_strides[:4], fold_k, fold_jump, *epilogue_strides[4:], problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None, **options)
+
+
+@dataclass(frozen=True)
+class FrameTiling:
+    """implicit_gemm_frame's tile (kernels/implicit_gemm_frame.py) for a problem and config:
+    ``fw`` frame columns (the output width plus the filter's reach, to a power of two), ``tp``
+    output rows a tile (block_m = tp * fw), ``frows`` rows a frame stage (its input rows times
+    fw, plus slack rows that only the never-stored columns' last taps read), the frame copied as
+    ``pieces`` boxes of ``piece_rows`` input rows (box shapes are powers of two), ``fstages``
+    frame stages (two of 64 channels, three of 32) beside ``config.num_stages`` weight stages."""
+
+    fw: int
+    tp: int
+    frows: int
+    pieces: int
+    piece_rows: int
+    fstages: int
+
+    def shared_bytes(self, config: LaunchConfig, itemsize: int) -> int:
+        """Frames, weight ring, the epilogue's two 64-column chunk buffers, the barriers."""
+        frames = self.fstages * self.frows * config.block_k * itemsize
+        weights = config.num_stages * config.block_n * config.block_k * itemsize
+        return frames + weights + 2 * config.block_m * FRAME_EPI_N * itemsize + 1024
+
+
+FRAME_EPI_N = 64  # the TMA-store epilogue's chunk: 64 channels (128 bytes of fp16)
+
+
+def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
+    """:class:`FrameTiling` of ``config`` on ``problem``; a ValueError naming the field where the
+    kernel cannot take it."""
+    reach_w = (problem.s - 1) * problem.dilation[1]
+    fw = pow2_at_least(max(8, problem.out_w + reach_w))
+    if config.block_m not in (64, 128, 256) or config.block_m < fw:
+        raise ValueError(f"config block_m={config.block_m}: implicit_gemm_frame's tile is whole output rows of a "
+                         f"{fw}-column frame: 64, 128 or 256 rows, at least {fw}")
+    if config.block_k not in (32, 64) or problem.c % config.block_k:
+        raise ValueError(f"config block_k={config.block_k}: implicit_gemm_frame steps 32 or 64 channels, "
+                         f"dividing C = {problem.c}")
+    if config.block_n not in (64, 128) or (config.block_m, config.num_warps) not in ((64, 4), (128, 4), (256, 8)):
+        raise ValueError(f"config {config}: implicit_gemm_frame takes block_n 64 or 128, 4 warps on 64 or 128 "
+                         "rows, 8 on 256")
+    tp = config.block_m // fw
+    reach_h = (problem.r - 1) * problem.dilation[0]
+    piece = tp if reach_h == 0 else math.gcd(tp, reach_h) & -math.gcd(tp, reach_h)
+    tiling = FrameTiling(fw, tp, (tp + reach_h) * fw + cdiv(reach_w, 8) * 8, (tp + reach_h) // piece, piece,
+                         2 if config.block_k == 64 else 3)
+    if tiling.shared_bytes(config, problem.itemsize) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE:
+        raise ValueError(f"config {config}: implicit_gemm_frame's frames and weight ring need "
+                         f"{tiling.shared_bytes(config, problem.itemsize) // 1024} KB of shared memory")
+    return tiling
+
+
+def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_implicit_gemm_frame` cannot run ``problem`` (None if it can)."""
+    if (reason := _ws_machine_reason(problem)) is not None:
+        return reason
+    if problem.groups != 1 or problem.stride != (1, 1):
+        return "its taps are shifted views of one frame: it needs groups=1 and stride 1"
+    if problem.layout != "nhwc" or problem.itemsize != 2:
+        return "its frames are bulk copies of 16-bit channels_last rows: it needs float16 or bfloat16, channels_last"
+    if problem.epilogue.has_residual:
+        return "its tiles leave by bulk tensor stores, which add no residual"
+    if problem.c % 32 or problem.k % 8:
+        return "it steps whole 32-channel blocks and stores 16-byte channel runs: it needs C % 32 == 0, K % 8 == 0"
+    if pow2_at_least(problem.out_w + (problem.s - 1) * problem.dilation[1]) > 256:
+        return "its frame is at most 256 columns: the output width plus the filter's reach must fit"
+    return None
+
+
+def launch_implicit_gemm_frame(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_frame_kernel`: one program an SM, a one-warp loader copying each tile's
+    input frame and its taps' weight tiles by TMA, ``config.num_warps`` MMA warps reading every
+    tap's A operand as a view of the frame (``config.num_stages`` weight stages, the frame
+    stages of :func:`frame_tiling`). An input or output that is not one dense channels_last
+    tensor (a sliced view) runs on the implicit GEMM instead (three stages of the same tile),
+    with the same result."""
+    if residual is not None:
+        raise ValueError("implicit_gemm_frame adds no residual (its tiles leave by bulk tensor stores)")
+    tiling = frame_tiling(problem, config)
+    x4, out4 = x.permute(0, 2, 3, 1), out.permute(0, 2, 3, 1)
+    w2d = _ws_weight_matrix(problem, weight)
+    if not (describable(x4, problem.itemsize) and describable(out4, problem.itemsize) and out4.is_contiguous()
+            and describable(w2d, problem.itemsize)):
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, replace(config, num_stages=3))
+    dtype = _GLUON_DTYPES[problem.dtype]
+    swizzle = config.block_k * problem.itemsize
+    x_desc = GluonTensorDescriptor.from_tensor(x4, [1, tiling.piece_rows, tiling.fw, config.block_k],
+                                               gl.NVMMASharedLayout(swizzle, 16, rank=4))
+    w_desc = GluonTensorDescriptor.from_tensor(
+        w2d, [config.block_n, config.block_k], gl.NVMMASharedLayout.get_default_for([config.block_n, config.block_k], dtype))
+    out_desc = GluonTensorDescriptor.from_tensor(out4, [1, tiling.tp, tiling.fw, FRAME_EPI_N],
+                                                 gl.NVMMASharedLayout(FRAME_EPI_N * problem.itemsize, 16, rank=4))
+    tiles_p = cdiv(problem.out_h, tiling.tp)
+    num_m, num_n = problem.n * tiles_p, cdiv(problem.k, config.block_n)
+    activation = problem.epilogue.activation
+    return launch(conv2d_frame_kernel, (min(num_m * num_n, sm_count(out.device)),),
+                  x_desc, w_desc, out_desc, bias if bias is not None else out, num_m, num_n, tiles_p,
+                  problem.c, problem.k, problem.padding[0], problem.padding[1], activation.alpha, activation.beta,
+                  ACTIVATION=activation.code, HAS_BIAS=bias is not None, R=problem.r, S=problem.s,
+                  DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], TP=tiling.tp, FW=tiling.fw,
+                  FROWS=tiling.frows, PIECES=tiling.pieces, PIECE_ROWS=tiling.piece_rows, SWIZZLE=swizzle,
+                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+                  FSTAGES=tiling.fstages, BSTAGES=config.num_stages, NUM_WARPS=config.num_warps,
+                  LOADER_REGS=WS_TMA_LOADER_REGS, num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
 
 
 def _ws_weight_matrix(problem: ConvProblem, weight: torch.Tensor) -> torch.Tensor:

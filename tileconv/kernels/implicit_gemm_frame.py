@@ -1,0 +1,198 @@
+"""Dense stride-1 convolution on Hopper as an implicit GEMM whose A operand is read from one
+staged input frame by every filter tap (Gluon, warp-specialized).
+
+The gathering implicit GEMMs (:mod:`.implicit_gemm_ws`) bring a fresh A tile into the SM for
+each of the R*S taps: nine tiles through L2 for a 3x3 filter, where each SM takes operands in
+at about 30 bytes a clock whatever the kernel (session 35, H200); ResNet-50's stride-1 3x3 rows
+sit at a third of the GEMM ceiling there, cuDNN's with them.
+
+Here a tile is ``TP`` whole output rows of one image in a frame ``FW`` pixels wide (FW the
+output width plus the filter's reach, rounded up to a power of two; BLOCK_M = TP * FW). Output
+(p0 + i, q) is the tile's row m = i*FW + q; its tap (r, s) reads input pixel
+(p0 - pad_h + i + r*dil_h, q - pad_w + s*dil_w), which is row m + r*dil_h*FW + s*dil_w of the
+*frame*: the input rows p0 - pad_h .. p0 - pad_h + TP + (R-1)*dil_h - 1, columns -pad_w ..
+FW - pad_w - 1, copied by TMA as [1, rows, FW, BLOCK_K] boxes of the NHWC input (the zero fill
+past the image is the padding). Each tap's A operand is then a [BLOCK_M, BLOCK_K] view of the
+frame starting at that row: the wgmma reads it straight from shared memory. The tensor cores
+take a 128-byte-swizzled operand's swizzle phase from its address, so a view may start at any
+row (H200, session 45: ``benchmarks/probe_wgmma_rows.py``, every start row right, TMA-written
+and thread-written frames). The frame's rows q >= Q of each output row are computed and never
+stored (the TMA store clips them); rows past the frame's end, read only by those, are slack.
+
+Per channel block of BLOCK_K: one frame into the SM and R*S weight tiles, against R*S A tiles
+and R*S weight tiles for the gathering kernels. Frames and weight tiles have rings of their own
+(``FSTAGES``, ``BSTAGES``): a one-warp loader (bulk copies only) fills both, the MMA warps
+wait for a frame, then for each tap's weight tile, keep one wgmma in flight and hand back
+each stage once the wgmma after it has been waited for. The epilogue (bias, activation) runs in
+the accumulator's layout and the tile leaves by TMA stores of a [1, TP, FW, 64] box of the NHWC
+output. Channels_last fp16 or bf16, groups 1, stride 1, any dilation and padding, C a multiple
+of BLOCK_K, K a multiple of 8, no residual.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from .common import epilogue_at, swizzle_tile
+from .implicit_gemm_ws import _column_halves
+
+
+@gluon.jit
+def _frame_loader(
+    x_desc, w_desc, frames, b_bufs, f_ready, f_empty, b_ready, b_empty,
+    num_m, num_n, tiles_p, C, pad_h, pad_w,
+    TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr, PIECES: gl.constexpr, PIECE_ROWS: gl.constexpr,
+    TAPS: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+):
+    """For every tile and channel block of this program: the frame (PIECES boxes of PIECE_ROWS
+    input rows) into the next frame stage, then the R*S taps' weight tiles into the weight ring."""
+    FSTAGES: gl.constexpr = f_ready.type.shape[0]
+    BSTAGES: gl.constexpr = b_ready.type.shape[0]
+    f_bytes: gl.constexpr = PIECES * x_desc.block_type.nbytes
+    fit = 0
+    bit = 0
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        n = pid_m // tiles_p
+        ih0 = (pid_m % tiles_p) * TP - pad_h
+        for c0 in range(0, C, BLOCK_K):
+            fs = fit % FSTAGES
+            mbarrier.wait(f_empty.index(fs), ((fit // FSTAGES) & 1) ^ 1)
+            bar = f_ready.index(fs)
+            mbarrier.expect(bar, f_bytes)
+            for j in gl.static_range(PIECES):
+                box = frames.index(fs * FROWS + j * PIECE_ROWS * FW)._reinterpret(
+                    x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
+                tma.async_copy_global_to_shared(x_desc, [n, ih0 + j * PIECE_ROWS, -pad_w, c0], bar, box)
+            fit += 1
+            for t in gl.static_range(TAPS):
+                bs = bit % BSTAGES
+                mbarrier.wait(b_empty.index(bs), ((bit // BSTAGES) & 1) ^ 1)
+                bbar = b_ready.index(bs)
+                mbarrier.expect(bbar, w_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, t * C + c0], bbar, b_bufs.index(bs))
+                bit += 1
+
+
+@gluon.jit
+def _frame_mma(
+    frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
+    num_m, num_n, tiles_p, C, K, alpha, beta,
+    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr,
+    R: gl.constexpr, S: gl.constexpr, DIL_H: gl.constexpr, DIL_W: gl.constexpr,
+    TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    NUM_WARPS: gl.constexpr,
+):
+    """Each tile: for each channel block, its frame and the R*S tap products (wgmma, A a view of
+    the frame from the tap's row, one in flight), then the epilogue and the TMA stores."""
+    FSTAGES: gl.constexpr = f_ready.type.shape[0]
+    BSTAGES: gl.constexpr = b_ready.type.shape[0]
+    EPI_N: gl.constexpr = epi.type.shape[2]
+    CHUNKS: gl.constexpr = BLOCK_N // EPI_N
+    gl.static_assert(CHUNKS == 1 or CHUNKS == 2, "a tile is stored in one or two 64-column chunks")
+    dtype: gl.constexpr = frames.dtype
+    a_layout: gl.constexpr = frames.type.layout
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                        instr_shape=[16, BLOCK_N, 16])
+    fit = 0
+    bit = 0
+    stored = 0  # chunks stored so far: the two epilogue buffers alternate over them
+    for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        n = pid_m // tiles_p
+        p0 = (pid_m % tiles_p) * TP
+        acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+        for kb in range(C // BLOCK_K):
+            fs = fit % FSTAGES
+            mbarrier.wait(f_ready.index(fs), (fit // FSTAGES) & 1)
+            for r in gl.static_range(R):
+                for s in gl.static_range(S):
+                    bs = bit % BSTAGES
+                    mbarrier.wait(b_ready.index(bs), (bit // BSTAGES) & 1)
+                    view = frames.index(fs * FROWS + r * DIL_H * FW + s * DIL_W)._reinterpret(
+                        dtype, [BLOCK_M, BLOCK_K], a_layout)
+                    acc = warpgroup_mma(view, b_bufs.index(bs).permute((1, 0)), acc, is_async=True)
+                    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                    # The wgmma before this one has finished: its weight stage is free, and its
+                    # frame too where it was the frame's last tap (this is a frame's first).
+                    if r * S + s == 0:
+                        mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES), pred=kb > 0)
+                        mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES), pred=kb > 0)
+                    else:
+                        mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
+                    bit += 1
+            fit += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
+        mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES))
+
+        offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+        acc = epilogue_at(acc, bias_ptr, bias_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
+                          ACTIVATION, HAS_BIAS, False)
+        out = acc.to(out_desc.dtype)
+        if CHUNKS == 1:
+            chunks = (out,)
+        else:
+            chunks = _column_halves(out)
+        for j in gl.static_range(CHUNKS):
+            tma.store_wait(1)  # this buffer's copy before last has read it
+            buf = epi.index(stored % 2)
+            buf.store(chunks[j])
+            fence_async_shared()
+            box = buf._reinterpret(out_desc.dtype, out_desc.block_type.shape, out_desc.layout)
+            tma.async_copy_shared_to_global(out_desc, [n, p0, 0, pid_n * BLOCK_N + j * EPI_N], box)
+            stored += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def conv2d_frame_kernel(
+    x_desc,  # the NHWC input (N, H, W, C), block (1, PIECE_ROWS, FW, BLOCK_K)
+    w_desc,  # the weight as (K, R*S*C) ((r, s, c) order), block (BLOCK_N, BLOCK_K)
+    out_desc,  # the NHWC output (N, P, Q, K), block (1, TP, FW, EPI_N)
+    bias_ptr,  # bias [K] (read only if HAS_BIAS)
+    num_m, num_n, tiles_p,  # M tiles (N * tiles_p), N tiles, tiles down an image's output rows
+    C, K, pad_h, pad_w, alpha, beta,
+    ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr,
+    R: gl.constexpr, S: gl.constexpr, DIL_H: gl.constexpr, DIL_W: gl.constexpr,
+    TP: gl.constexpr, FW: gl.constexpr,  # output rows a tile, frame width (BLOCK_M = TP * FW)
+    FROWS: gl.constexpr,  # a frame stage's rows: (TP + (R-1)*DIL_H) * FW, plus slack for the last taps' views
+    PIECES: gl.constexpr, PIECE_ROWS: gl.constexpr,  # the frame's boxes, input rows each
+    SWIZZLE: gl.constexpr,  # the operands' shared-memory swizzle (bytes): BLOCK_K's row
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    FSTAGES: gl.constexpr, BSTAGES: gl.constexpr, NUM_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,
+):
+    dtype: gl.constexpr = w_desc.dtype
+    a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=dtype.primitive_bitwidth,
+                                                  rank=2)
+    frames = gl.allocate_shared_memory(dtype, [FSTAGES * FROWS, 1, BLOCK_K], a_layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [BSTAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    EPI_N: gl.constexpr = out_desc.block_type.shape[3]
+    epi_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=EPI_N * dtype.primitive_bitwidth // 8,
+                                                    element_bitwidth=dtype.primitive_bitwidth, rank=2)
+    epi = gl.allocate_shared_memory(dtype, [2, BLOCK_M, EPI_N], epi_layout)
+    f_ready = gl.allocate_shared_memory(gl.int64, [FSTAGES, 1], mbarrier.MBarrierLayout())
+    f_empty = gl.allocate_shared_memory(gl.int64, [FSTAGES, 1], mbarrier.MBarrierLayout())
+    b_ready = gl.allocate_shared_memory(gl.int64, [BSTAGES, 1], mbarrier.MBarrierLayout())
+    b_empty = gl.allocate_shared_memory(gl.int64, [BSTAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(FSTAGES):
+        mbarrier.init(f_ready.index(i), count=1)
+        mbarrier.init(f_empty.index(i), count=1)
+    for i in gl.static_range(BSTAGES):
+        mbarrier.init(b_ready.index(i), count=1)
+        mbarrier.init(b_empty.index(i), count=1)
+    gl.warp_specialize([
+        (_frame_mma, (frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
+                      num_m, num_n, tiles_p, C, K, alpha, beta, ACTIVATION, HAS_BIAS, R, S, DIL_H, DIL_W,
+                      TP, FW, FROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS)),
+        (_frame_loader, (x_desc, w_desc, frames, b_bufs, f_ready, f_empty, b_ready, b_empty,
+                         num_m, num_n, tiles_p, C, pad_h, pad_w, TP, FW, FROWS, PIECES, PIECE_ROWS,
+                         R * S, BLOCK_N, BLOCK_K, GROUP_M)),
+    ], [1], [LOADER_REGS])
