@@ -30,6 +30,7 @@ from ..kernels.launch import (
     direct_rows_block_k,
     direct_rows_can_pair,
     direct_rows_unsupported_reason,
+    frame_columns,
     frame_tiling,
     gemm_1x1_nchw_unsupported_reason,
     gemm_1x1_unsupported_reason,
@@ -238,17 +239,16 @@ def frame_pays(problem: ConvProblem) -> bool:
     :data:`FRAME_MAX_K` and C at least 64 (the rows it won; see the measurements above)."""
     if implicit_gemm_frame_unsupported_reason(problem) is not None or problem.r * problem.s == 1:
         return False
-    read = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    read, width = frame_columns(problem)
     fits = frame_tiling_or_none(problem, frame_config(problem)) is not None
-    return fits and pow2_at_least(read) <= FRAME_MAX_WASTE * read and problem.k <= FRAME_MAX_K and problem.c >= 64
+    return fits and width <= FRAME_MAX_WASTE * read and problem.k <= FRAME_MAX_K and problem.c >= 64
 
 
 def frame_config(problem: ConvProblem) -> LaunchConfig:
     """implicit_gemm_frame's tile: 128 rows on 4 warps (256 on 8 where the frame is wider than
     128 columns), 64 output channels (8 weight stages) where K is at most 64, else 128 (6 stages),
     64-channel steps where they divide C, else 32 (the probe's winners, above)."""
-    read = problem.out_w + (problem.s - 1) * problem.dilation[1]
-    block_m, warps = (256, 8) if pow2_at_least(read) > 128 else (128, 4)
+    block_m, warps = (256, 8) if frame_columns(problem)[1] > 128 else (128, 4)
     block_n, stages = (64, 8) if problem.k <= 64 else (128, 6)
     return LaunchConfig(block_m, block_n, 64 if problem.c % 64 == 0 else 32, 8, warps, stages)
 

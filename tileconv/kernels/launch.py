@@ -490,11 +490,18 @@ class FrameTiling:
 FRAME_EPI_N = 64  # the TMA-store epilogue's chunk: 64 channels (128 bytes of fp16)
 
 
+def frame_columns(problem: ConvProblem) -> tuple[int, int]:
+    """implicit_gemm_frame's frame for ``problem``: the input columns its outputs read (the
+    output width plus the filter's reach) and the frame's width, that to a power of two (at
+    least 8: a row group of the 128-byte swizzle)."""
+    read = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    return read, pow2_at_least(max(8, read))
+
+
 def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
     """:class:`FrameTiling` of ``config`` on ``problem``; a ValueError naming the field where the
     kernel cannot take it."""
-    reach_w = (problem.s - 1) * problem.dilation[1]
-    fw = pow2_at_least(max(8, problem.out_w + reach_w))
+    fw = frame_columns(problem)[1]
     if config.block_m not in (64, 128, 256) or config.block_m < fw:
         raise ValueError(f"config block_m={config.block_m}: implicit_gemm_frame's tile is whole output rows of a "
                          f"{fw}-column frame: 64, 128 or 256 rows, at least {fw}")
@@ -507,6 +514,7 @@ def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
     tp = config.block_m // fw
     reach_h = (problem.r - 1) * problem.dilation[0]
     piece = tp if reach_h == 0 else math.gcd(tp, reach_h) & -math.gcd(tp, reach_h)
+    reach_w = (problem.s - 1) * problem.dilation[1]
     tiling = FrameTiling(fw, tp, (tp + reach_h) * fw + cdiv(reach_w, 8) * 8, (tp + reach_h) // piece, piece,
                          2 if config.block_k == 64 else 3)
     if tiling.shared_bytes(config, problem.itemsize) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE:
@@ -527,7 +535,7 @@ def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
         return "its tiles leave by bulk tensor stores, which add no residual"
     if problem.c % 32 or problem.k % 8:
         return "it steps whole 32-channel blocks and stores 16-byte channel runs: it needs C % 32 == 0, K % 8 == 0"
-    if pow2_at_least(problem.out_w + (problem.s - 1) * problem.dilation[1]) > 256:
+    if frame_columns(problem)[1] > 256:
         return "its frame is at most 256 columns: the output width plus the filter's reach must fit"
     return None
 
