@@ -36,6 +36,7 @@ from .depthwise import conv2d_depthwise_kernel
 from .depthwise_halo import conv2d_depthwise_halo_kernel
 from .depthwise_plane import conv2d_depthwise_plane_kernel
 from .depthwise_rows import conv2d_depthwise_rows_kernel
+from .depthwise_stream import conv2d_depthwise_stream_kernel
 from .depthwise_toeplitz import conv2d_depthwise_toeplitz_kernel
 from .depthwise_window import conv2d_depthwise_window_kernel
 from .dgrad import zero_off_grid
@@ -1210,6 +1211,158 @@ def launch_depthwise_halo(
         COPY_VEC=16 // problem.itemsize,
         NUM_WARPS=config.num_warps, INT64=needs_int64(problem), num_warps=config.num_warps,
     )
+
+
+# depthwise_stream: a compute step is unrolled over its input rows and the filter's taps, with
+# an fp32 accumulator a step row: small filters and short steps only.
+MAX_STREAM_TAPS = 25
+MAX_STREAM_STEP_ROWS = 8
+MAX_STREAM_PHASES = 4  # column strides up to 4: a row slot holds one box a column phase
+REGISTERS_PER_SM = 65536
+
+
+def stream_registers(config: LaunchConfig) -> int:
+    """depthwise_stream's register cap a thread: what lets ``config.persistent`` programs of
+    ``num_warps`` warps share an SM's register file, in steps of 8, at most 255."""
+    return min(255, REGISTERS_PER_SM // (max(1, config.persistent) * config.num_warps * 32)) // 8 * 8
+STREAM_FALLBACK = LaunchConfig(block_m=64, block_n=32, block_k=8, num_warps=4, num_stages=1)  # a sliced view's
+
+
+@dataclass(frozen=True)
+class StreamTiling:
+    """depthwise_stream's item and ring, from a :class:`LaunchConfig`: ``band`` output rows
+    (``block_m``) by ``cb`` channels (``block_n``), computed ``tj`` output rows a step
+    (``block_k``), ``slots`` input-row slots in the ring (``num_stages``), ``programs`` an SM
+    (``persistent``); each slot holds ``phases`` boxes of ``fw`` columns (the column stride's
+    phases) from phase column ``col0``, and ``slack`` rows follow the ring (the last slot's taps
+    read past it for columns q >= Q)."""
+
+    fw: int
+    col0: int
+    phases: int
+    cb: int
+    vec: int
+    band: int
+    tj: int
+    slots: int
+    slack: int
+    programs: int
+
+    def shared_bytes(self, problem: ConvProblem) -> int:
+        """The ring and its slack rows, the fp32 filter, an mbarrier a slot."""
+        filter_bytes = pow2_at_least(problem.r * problem.s) * self.cb * 4
+        return (self.slots * self.phases * self.fw + self.slack) * self.cb * problem.itemsize + filter_bytes \
+            + 16 * self.slots
+
+
+def stream_columns(problem: ConvProblem) -> tuple[int, int, int]:
+    """depthwise_stream's frame for ``problem``: the first phase column its taps read (floor
+    division by the column stride), the phase columns past an output's own that they reach, and
+    the frame's width (the output width plus that reach, to a power of two)."""
+    v = problem.stride[1]
+    offsets = [s * problem.dilation[1] - problem.padding[1] for s in range(problem.s)]
+    col0 = min(offsets) // v
+    reach = max(offsets) // v - col0
+    return col0, reach, pow2_at_least(problem.out_w + reach)
+
+
+def stream_tiling(problem: ConvProblem, config: LaunchConfig) -> StreamTiling:
+    """:class:`StreamTiling` of ``config`` on ``problem``; a ValueError naming the fields where
+    the kernel cannot take it."""
+    col0, reach, fw = stream_columns(problem)
+    vec = 16 // problem.itemsize
+    cb = config.block_n
+    if cb < vec or cb & (cb - 1) or cb * problem.itemsize > 128:
+        raise ValueError(f"config block_n={cb}: depthwise_stream's channel block is a power of two from "
+                         f"{vec} to {128 // problem.itemsize} channels (16 to 128 bytes a pixel)")
+    if config.num_warps not in (4, 8) or 32 // (cb // vec) * config.num_warps > fw:
+        raise ValueError(f"config block_n={cb}, num_warps={config.num_warps}: depthwise_stream's warps (4 or 8) "
+                         f"take {vec} channels a thread, whole pixels a warp, and more pixels than a "
+                         f"{fw}-column frame row would repeat work")
+    band, tj, slots = config.block_m, config.block_k, config.num_stages
+    live = (tj - 1) * problem.stride[0] + (problem.r - 1) * problem.dilation[0] + 1  # rows a step reads
+    if not 1 <= tj <= MAX_STREAM_STEP_ROWS or band < tj or slots < live + problem.stride[0]:
+        raise ValueError(f"config block_m={band}, block_k={tj}, num_stages={slots}: depthwise_stream computes "
+                         f"1 to {MAX_STREAM_STEP_ROWS} output rows a step (block_k), at most an item's (block_m), "
+                         f"and needs {live + problem.stride[0]} row slots (the {live} rows a step reads and "
+                         f"the next step's first)")
+    tiling = StreamTiling(fw, col0, problem.stride[1], cb, vec, band, tj, slots, cdiv(reach, 8) * 8,
+                          max(1, config.persistent))
+    budget = DEFAULT_SM_SHARED_BYTES // tiling.programs - BLOCK_SHARED_RESERVE
+    if tiling.shared_bytes(problem) > budget:
+        raise ValueError(f"config {config}: depthwise_stream's ring needs {tiling.shared_bytes(problem)} bytes of "
+                         f"shared memory, more than {budget} at {tiling.programs} program(s) an SM")
+    return tiling
+
+
+def depthwise_stream_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_depthwise_stream` cannot run ``problem`` (None if it can)."""
+    if INTERPRET:
+        return "it is a Gluon kernel for Hopper (TMA, warp specialization): it does not run under Triton's interpreter"
+    if not _is_hopper():
+        return "it is a Gluon kernel for Hopper (TMA, warp specialization): it needs an sm_90 GPU"
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
+    if problem.k != problem.c:
+        return "it needs a channel multiplier of 1 (K == C)"
+    if problem.layout != "nhwc" or problem.c % (16 // problem.itemsize):
+        return (f"its rows are bulk copies of 16-byte channel runs: it needs channels_last and C a multiple of "
+                f"{16 // problem.itemsize}")
+    if problem.r * problem.s > MAX_STREAM_TAPS:
+        return f"its compute steps are unrolled over the filter's taps: filters of at most {MAX_STREAM_TAPS} taps"
+    if problem.stride[1] > MAX_STREAM_PHASES or problem.w % problem.stride[1]:
+        return (f"its column phases are views of the input as pixel groups of the column stride: it needs a "
+                f"column stride of at most {MAX_STREAM_PHASES} that divides the width (stride {problem.stride}, "
+                f"width {problem.w})")
+    fw = stream_columns(problem)[2]
+    if fw > 256:
+        return "a row's frame is one bulk copy of at most 256 columns: the output width plus the filter's reach must fit"
+    smallest = LaunchConfig(block_m=1, block_n=128 // problem.itemsize, block_k=1, num_warps=4,
+                            num_stages=(problem.r - 1) * problem.dilation[0] + 1 + problem.stride[0])
+    try:
+        stream_tiling(problem, smallest)
+    except ValueError:
+        return f"its {fw}-column frame rows are too narrow for four warps, or its smallest ring does not fit"
+    return None
+
+
+def launch_depthwise_stream(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Run :func:`conv2d_depthwise_stream_kernel`: ``config.persistent`` programs an SM walking
+    items of ``block_m`` output rows by ``block_n`` channels, a one-warp loader streaming the
+    input rows by TMA into a ring of ``num_stages`` slots, ``num_warps`` compute warps. An input
+    the copy engine cannot address as the kernel needs (a sliced view) runs on the 2D depthwise
+    kernel instead (:data:`STREAM_FALLBACK`'s tile), with the same result."""
+    tiling = stream_tiling(problem, config)
+    x4 = x.permute(0, 2, 3, 1)
+    v = problem.stride[1]
+    if not describable(x4, problem.itemsize) or (v > 1 and x4.stride(2) != problem.c):
+        return launch_depthwise(problem, x, weight, bias, residual, out, STREAM_FALLBACK)
+    if v > 1:  # v pixels a row of the view, phase b at channel offset b*C
+        x4 = x4.as_strided((problem.n, problem.h, problem.w // v, v * problem.c),
+                           (x4.stride(0), x4.stride(1), v * x4.stride(2), 1))
+    layout = gl.NVMMASharedLayout(0, 8 * problem.itemsize, rank=4)
+    x_desc = GluonTensorDescriptor.from_tensor(x4, [1, 1, tiling.fw, tiling.cb], layout)
+    weight = channel_minor_weight(weight)
+    pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
+    bands, cblocks = cdiv(problem.out_h, tiling.band), cdiv(problem.c, tiling.cb)
+    items = problem.n * bands * cblocks
+    return launch(conv2d_depthwise_stream_kernel, (min(items, tiling.programs * sm_count(out.device)),),
+                  x_desc, weight, *pointers, items, bands, cblocks, problem.out_h, problem.out_w, problem.c,
+                  problem.padding[0], weight.stride(2), weight.stride(3), *epilogue_strides, **epilogue,
+                  R=problem.r, S=problem.s, U=problem.stride[0], V=v, DIL_H=problem.dilation[0],
+                  DIL_W=problem.dilation[1], PAD_W=problem.padding[1], FW=tiling.fw, COL0=tiling.col0,
+                  BAND=tiling.band, CB=tiling.cb, TJ=tiling.tj, TAPS=pow2_at_least(problem.r * problem.s),
+                  NR=tiling.slots, SLACK=tiling.slack, VEC=tiling.vec,
+                  NUM_WARPS=config.num_warps, num_warps=config.num_warps, maxnreg=stream_registers(config))
 
 
 # depthwise_window: a thread holds its channel's filter, one input row of its tile and the
