@@ -378,6 +378,12 @@ WS_SLICE_REGS = 152
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
+def _gluon_descriptor(t: torch.Tensor, block: list[int], problem: ConvProblem) -> GluonTensorDescriptor:
+    """A Gluon TMA descriptor of ``t`` in ``block`` boxes with the default NVMMA (swizzled) shared
+    layout for the box and ``problem``'s dtype: what a wgmma operand or a TMA-store buffer reads."""
+    return GluonTensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[problem.dtype]))
+
+
 @functools.cache
 def _is_hopper() -> bool:
     """Whether this process's GPU is a Hopper (sm_90): asked once (dispatch asks on every call)."""
@@ -449,8 +455,7 @@ def launch_implicit_gemm_ws(
                          "of an input it gathers directly, without a residual")
     if not gatherable:
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
-    w_layout = gl.NVMMASharedLayout.get_default_for([config.block_n, block_k], _GLUON_DTYPES[problem.dtype])
-    w_desc = GluonTensorDescriptor.from_tensor(w2d, [config.block_n, block_k], w_layout)
+    w_desc = _gluon_descriptor(w2d, [config.block_n, block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = None if fold is not None else _ws_output_descriptor(problem, residual, out, config, block_k)
     tiles = cdiv(problem.gemm_m, config.block_m) * cdiv(problem.k, config.block_n)
@@ -513,7 +518,8 @@ def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
                          "rows, 8 on 256")
     tp = config.block_m // fw
     reach_h = (problem.r - 1) * problem.dilation[0]
-    piece = tp if reach_h == 0 else math.gcd(tp, reach_h) & -math.gcd(tp, reach_h)
+    common = math.gcd(tp, reach_h)  # tp itself where the filter has one row (tp is a power of two)
+    piece = common & -common  # its largest power-of-two divisor: boxes of a power of two rows
     reach_w = (problem.s - 1) * problem.dilation[1]
     tiling = FrameTiling(fw, tp, (tp + reach_h) * fw + cdiv(reach_w, 8) * 8, (tp + reach_h) // piece, piece,
                          2 if config.block_k == 64 else 3)
@@ -563,12 +569,10 @@ def launch_implicit_gemm_frame(
     if not (describable(x4, problem.itemsize) and describable(out4, problem.itemsize) and out4.is_contiguous()
             and describable(w2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, replace(config, num_stages=3))
-    dtype = _GLUON_DTYPES[problem.dtype]
     swizzle = config.block_k * problem.itemsize
     x_desc = GluonTensorDescriptor.from_tensor(x4, [1, tiling.piece_rows, tiling.fw, config.block_k],
                                                gl.NVMMASharedLayout(swizzle, 16, rank=4))
-    w_desc = GluonTensorDescriptor.from_tensor(
-        w2d, [config.block_n, config.block_k], gl.NVMMASharedLayout.get_default_for([config.block_n, config.block_k], dtype))
+    w_desc = _gluon_descriptor(w2d, [config.block_n, config.block_k], problem)
     out_desc = GluonTensorDescriptor.from_tensor(out4, [1, tiling.tp, tiling.fw, FRAME_EPI_N],
                                                  gl.NVMMASharedLayout(FRAME_EPI_N * problem.itemsize, 16, rank=4))
     tiles_p = cdiv(problem.out_h, tiling.tp)
@@ -626,9 +630,7 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     out2d = out2d.reshape(problem.gemm_m, problem.k)
     if not describable(out2d, problem.itemsize):
         return None
-    block = [config.block_m // ws_slices(config), epi_n]
-    return GluonTensorDescriptor.from_tensor(
-        out2d, block, gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[problem.dtype]))
+    return _gluon_descriptor(out2d, [config.block_m // ws_slices(config), epi_n], problem)
 
 
 def ws_slices(config: LaunchConfig) -> int:
@@ -697,11 +699,9 @@ def launch_gemm_1x1_ws(
         # (a 192-row tile is the slices'; the implicit GEMM takes 128 and 64 rows)
         fallback = replace(config, block_m=128) if ws_slices(config) > 1 else config
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, fallback)
-    dtype = _GLUON_DTYPES[problem.dtype]
     a_block = [views.a_block[0] // ws_slices(config), *views.a_block[1:]]  # a row slice's (stride 1 only)
-    a_desc = GluonTensorDescriptor.from_tensor(views.a, a_block, gl.NVMMASharedLayout.get_default_for(a_block, dtype))
-    w_block = [config.block_n, config.block_k]
-    w_desc = GluonTensorDescriptor.from_tensor(b2d, w_block, gl.NVMMASharedLayout.get_default_for(w_block, dtype))
+    a_desc = _gluon_descriptor(views.a, a_block, problem)
+    w_desc = _gluon_descriptor(b2d, [config.block_n, config.block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
     tiles = views.m_tiles * cdiv(problem.k, config.block_n)
