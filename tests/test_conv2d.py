@@ -674,6 +674,23 @@ CONFIG_CASES = [
          layout="nchw", activation="silu", algo="depthwise_window", config=LaunchConfig(3, 32, 1, 8, 1, 1)),
     Case(2, 40, 11, 7, 40, 2, 3, padding=(0, 1), groups=40, dtype="fp32", layout="nhwc",
          residual=True, activation="gelu", algo="depthwise_window", config=LaunchConfig(16, 64, 4, 8, 2, 2)),
+    # depthwise_window with one tile of the whole image (the image's geometry compiled in, the
+    # padding taps left out): a 7x7 filter over a 7x7 image (57% of the taps on padding), 32
+    # channels for 6, the whole epilogue; row stride 2 and row dilation 2 (only a whole-image
+    # tile takes them; the default config is one), multiplier 2; odd sizes at stride 2 in NCHW
+    # bf16; an even filter's 'same' padding (0 before, 1 after) over 13 columns (16 in the
+    # row's registers) with 4 of 12 rows loaded ahead; padding past the filter's reach (output
+    # rows and columns on padding alone), fp32 on two warps over K = 40.
+    Case(2, 6, 7, 7, 6, 7, 7, padding=3, groups=6, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="depthwise_window", config=LaunchConfig(7, 32, 7, 8, 1, 1)),
+    Case(2, 4, 9, 8, 8, 3, 3, stride=(2, 1), padding=1, dilation=(2, 1), groups=4, dtype="fp16", layout="nhwc",
+         bias=True, residual=True, activation="relu", algo="depthwise_window"),
+    Case(1, 6, 11, 7, 6, 3, 3, stride=2, padding=1, groups=6, dtype="bf16", layout="nchw", activation="silu",
+         algo="depthwise_window"),
+    Case(1, 8, 12, 13, 8, 2, 2, padding="same", groups=8, dtype="fp16", layout="nhwc", bias=True,
+         algo="depthwise_window", config=LaunchConfig(12, 32, 13, 8, 1, 1)),
+    Case(2, 40, 3, 4, 40, 2, 3, padding=(3, 4), groups=40, dtype="fp32", layout="nhwc",
+         residual=True, activation="gelu", algo="depthwise_window", config=LaunchConfig(16, 64, 16, 8, 2, 2)),
     # depthwise_toeplitz: 16-row tiles over N*P = 2*7 rows (a tile spans both images), 16
     # columns over 9 (tail), 2-channel batches over K = 6 (multiplier 2, tail); row stride 2,
     # column dilation 2 (a sparser band); the whole epilogue.

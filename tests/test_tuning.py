@@ -53,8 +53,10 @@ from tileconv.kernels.launch import (
     MAX_WINDOW_STEP_MULTIPLY_ADDS,
     dense_toeplitz_tiling,
     depthwise_halo_unsupported_reason,
+    frame_tiling,
     grouped_halo_tiling,
     halo_tiling,
+    image_fits,
     implicit_gemm_ws_unsupported_reason,
     plane_sizes,
     toeplitz_reach,
@@ -377,16 +379,22 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 assert config.block_n % problem.c_per_group == 0 and config.persistent in (0, 2, 4), where
             elif name == "depthwise_window":  # one channel a thread; strips past the ramps; a step's unrolled work
                 tiling = window_tiling(problem, config)
-                assert config.block_n == 32 * config.num_warps and problem.r - 1 <= tiling.strip, where
-                assert tiling.tile_w <= problem.out_w and tiling.strip <= max(14, problem.r - 1), where
-                assert tiling.rows_a_step * tiling.tile_w * problem.r * problem.s <= MAX_WINDOW_STEP_MULTIPLY_ADDS, where
-                assert problem.r * problem.s > 9, where  # raced for filters larger than 3x3 only
+                assert config.block_n == 32 * config.num_warps, where
+                if tiling.image is None:  # strips of tiles: raced for filters larger than 3x3 only
+                    assert problem.r - 1 <= tiling.strip <= max(14, problem.r - 1), where
+                    assert tiling.tile_w <= problem.out_w and problem.r * problem.s > 9, where
+                    assert tiling.rows_a_step * tiling.tile_w * problem.r * problem.s <= MAX_WINDOW_STEP_MULTIPLY_ADDS, where
+                else:  # tiles of the output's width, compiled for the image
+                    assert tiling.tile_w == problem.out_w and image_fits(problem) and tiling.strip <= problem.out_h, where
             elif name == "depthwise_rows":  # two partial sums, three taps, three more loaded ahead (2 stages)
                 live = 5 + 3 * (config.num_stages - 1)
                 fitted = config != default_config(problem, name)  # the interpreter's default has one warp
                 assert not fitted or live * config.block_m * config.block_n <= (
                     MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps), where
                 assert config.num_stages in (1, 2), where
+            elif name == "implicit_gemm_frame":  # (Hopper only) whole output rows of the frame; frames and ring fit
+                frame_tiling(problem, config)  # raises where the kernel cannot take the config
+                assert config.num_stages >= 2, where
             else:  # CUDA-core kernels: accumulators fit the registers, no pipelining
                 assert config.block_m * config.block_n <= MAX_ACCUMULATORS_PER_THREAD * 32 * config.num_warps, where
                 assert config.num_stages == 1, where
@@ -419,8 +427,10 @@ def test_which_algorithms_race():
         plane = ["depthwise_plane"] if depthwise.h * depthwise.w <= 64 else []  # 7x7 planes: one GEMM a channel
         # The shared-memory halo kernel (Gluon: on a GPU) up to 7x7.
         halo = ["depthwise_halo"] if depthwise_halo_unsupported_reason(depthwise) is None else []
-        # input rows streamed through registers: stride-1 rows, filters past 3x3 of at most 49 taps
-        window = ["depthwise_window"] if depthwise.stride[0] == 1 and 9 < depthwise.r * depthwise.s <= 49 else []
+        # input rows streamed through registers: stride-1 rows, filters past 3x3 of at most 49 taps;
+        # tiles of the output's width, compiled for the image, at any stride where the image fits
+        window = ["depthwise_window"] if (depthwise.stride[0] == 1 and 9 < depthwise.r * depthwise.s <= 49
+                                          or image_fits(depthwise)) else []
         assert not halo or depthwise.r <= 7
         assert sorted(algorithms_to_try(depthwise)) == sorted(["depthwise", "direct", *rows, *banded, *plane, *halo, *window]), \
             depthwise.describe()
@@ -453,14 +463,17 @@ def test_heuristics_for_large_filters_and_few_channels():
     for name, (algorithm, problem) in chosen.items():
         large = "dw31x31" in name or "dw27x27" in name
         assert (algorithm == "depthwise_toeplitz") == large, (name, algorithm)
-        assert (algorithm == "depthwise_window") == ("dw7x7" in name), (name, algorithm)
+        # ... and (session 47) the stride-1 3x3 rows over outputs of at most 14x14, in tiles of their width
+        small = "dw3x3" in name and problem.stride == (1, 1) and problem.out_h <= 14
+        assert (algorithm == "depthwise_window") == ("dw7x7" in name or small), (name, algorithm)
         # the 13x13 over a 7x7 plane: one GEMM a channel, where the halo kernel cannot run (the interpreter)
         plane = "dw13x13" in name and depthwise_halo_unsupported_reason(problem) is not None
         assert (algorithm == "depthwise_plane") == plane, (name, algorithm)
         if algorithm == "depthwise_window":
             config = default_config(problem, algorithm)
-            assert (config.block_m, config.block_k, config.num_stages) == (7, 7, 1), name
-            assert config.num_warps == {96: 1, 192: 2}.get(problem.k, 4), name
+            expected = (4, problem.out_w, 1) if small else (7, 7, 1)  # strips of 4 rows of the width, or 7x7 tiles
+            assert (config.block_m, config.block_k, config.num_stages) == expected, name
+            assert config.num_warps == max(w for w in (1, 2, 4) if problem.k % (32 * w) == 0), name
         # NCHW input: the halo kernel or the plane GEMM, as before
         assert choose_algorithm(replace(problem, layout="nchw")) != "depthwise_window", name
     config = default_config(get_suite("depthwise")[-4].problem(), "depthwise_toeplitz")

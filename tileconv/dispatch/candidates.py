@@ -47,6 +47,7 @@ from ..kernels.launch import (
     group_pack_factor,
     grouped_halo_tiling,
     halo_tiling,
+    image_fits,
     plane_sizes,
     toeplitz_reach,
 )
@@ -694,14 +695,20 @@ _DEPTHWISE_HALO_BASE: tuple[tuple[int, int, int], ...] = ((8, 8, 1), (4, 8, 1), 
 
 
 def depthwise_window_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
-    """depthwise_window tiles: the default, then strips of the default's rows and 14 (at least
-    R - 1) by 4, 7 and 8 columns (at most the output's width), one input row a step, the
+    """depthwise_window tiles: the default; where a tile of the output's width fits
+    (:func:`image_fits`), such tiles in strips of 2, 4 and 7 rows and of the whole output;
+    for filters past 3x3 at row stride and dilation 1, strips of tiles of 7 rows (at least R - 1)
+    and 14 by 4, 7 and 8 columns (at most the output's width); one input row a step, the
     default's warps. Each compiles in seconds (the ramps and a step unrolled): a short list."""
     start = default_config(problem, "depthwise_window")
     configs = [start]
-    for strip in (start.block_m, max(min(14, problem.out_h), problem.r - 1)):
-        for width in (4, 7, 8):
-            configs.append(depthwise_window_config(problem, strip, min(width, problem.out_w), start.num_warps))
+    if image_fits(problem):  # tiles of the output's width, compiled for the image
+        for strip in (2, 4, 7, problem.out_h):
+            configs.append(depthwise_window_config(problem, min(strip, problem.out_h), problem.out_w, start.num_warps))
+    if problem.stride[0] == 1 and problem.dilation[0] == 1 and problem.r * problem.s > 9:  # strips of tiles
+        for strip in (max(min(7, problem.out_h), problem.r - 1), max(min(14, problem.out_h), problem.r - 1)):
+            for width in (4, 7, 8):
+                configs.append(depthwise_window_config(problem, strip, min(width, problem.out_w), start.num_warps))
     return list(dict.fromkeys(configs))
 
 
@@ -728,14 +735,13 @@ def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None 
 def implicit_gemm_frame_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """implicit_gemm_frame tiles: the default, then the tiles of session 45's probe (H200,
     benchmarks/probe_frame.py) that won or came within 5% of the best on a ResNet-50 row,
-    where they fit the frame and shared memory."""
-    fitted = [default_config(problem, "implicit_gemm_frame")]
+    each where it fits the frame and shared memory (the default too: on frames wider than 128
+    columns, which the heuristics do not send here, its 256-row tile may not)."""
+    configs = [default_config(problem, "implicit_gemm_frame")]
     for block_m, block_n, block_k, warps, stages in ((128, 64, 64, 4, 8), (128, 128, 64, 4, 6), (256, 64, 64, 8, 6),
                                                      (128, 128, 32, 4, 8), (64, 128, 64, 4, 8)):
-        config = LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
-        if frame_tiling_or_none(problem, config) is not None:
-            fitted.append(config)
-    return list(dict.fromkeys(fitted))
+        configs.append(LaunchConfig(block_m, block_n, block_k, 8, warps, stages))
+    return list(dict.fromkeys(c for c in configs if frame_tiling_or_none(problem, c) is not None))
 
 
 def grouped_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -796,7 +802,7 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     ``staged_nhwc`` for fewer than 16 channels a group, ``depthwise_toeplitz`` for
     filters narrower than 5 columns, ``tma_rows`` for output rows under 48 pixels, and
     ``dense_toeplitz`` and ``direct_rows`` for 16 input channels or more, ``depthwise_window`` for
-    filters of at most 9 taps. On depthwise problems ``direct`` and ``depthwise`` both
+    filters of at most 9 taps over outputs too large for a tile of their width (:func:`image_fits`). On depthwise problems ``direct`` and ``depthwise`` both
     race: each wins some shapes on an H200."""
     first = choose_algorithm(problem)
     names = [first]
@@ -812,8 +818,9 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
             continue  # few channels: its GEMM gathers (s, c) slices anyway; im2row unrolls them
         if name == "depthwise_toeplitz" and problem.s < TOEPLITZ_MIN_WIDTH:
             continue  # a narrow filter fills too little of the band: S/JK useful
-        if name == "depthwise_window" and problem.r * problem.s <= 9:
-            continue  # it lost every 3x3 row it was measured on (session 25), and compiles for seconds
+        if name == "depthwise_window" and problem.r * problem.s <= 9 and not image_fits(problem):
+            continue  # it lost every 3x3 row it was measured on in strips of tiles (session 25), and
+            # compiles for seconds; its tiles of the image's width won the small outputs (session 47)
         if name == "tma_rows" and problem.out_w < TMA_ROWS_MIN_RACE_WIDTH:
             continue  # most of each 64-pixel row segment would be past the row's end
         if name in ("dense_toeplitz", "direct_rows") and problem.c >= MIN_TENSOR_CORE_DIM:

@@ -42,6 +42,7 @@ from ..kernels.launch import (
     grouped_halo_unsupported_reason,
     halo_tiling,
     im2row_unsupported_reason,
+    image_fits,
     implicit_gemm_frame_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     staged_nhwc_unsupported_reason,
@@ -128,6 +129,14 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # its loads' masks.
         if (problem.stride == (1, 1) and problem.dilation == (1, 1) and problem.layout == "nhwc"
                 and problem.r * problem.s > WINDOW_MIN_TAPS and depthwise_window_unsupported_reason(problem) is None):
+            return "depthwise_window"
+        # ... and over small images (session 47, H200, fp16 NHWC batch 32, benchmarks/probe_image.py,
+        # beside cuDNN and the halo kernel): with tiles of the output's width, compiled for the image
+        # (no masks, no multiply-adds on padding), in strips of 4 output rows, it won the stride-1
+        # 3x3 rows over 7x7 and 14x14 outputs: c960 hw7 7.3 us against the halo's 8.4 (cuDNN 9.9),
+        # c576 hw14 11.3 / 12.4 (12.8), c384 hw14 9.9 / 10.3 (12.3); it lost at stride 2.
+        if (problem.stride == (1, 1) and problem.dilation == (1, 1) and problem.layout == "nhwc"
+                and image_fits(problem) and depthwise_window_unsupported_reason(problem) is None):
             return "depthwise_window"
         if problem.stride == (1, 1) and depthwise_halo_unsupported_reason(problem) is None:
             return "depthwise_halo"
@@ -565,10 +574,14 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
     and 14, 4, 7 and 8 columns, 1 and 2 rows a step raced; see choose_algorithm); on 7-wide
     outputs 4 columns won until the ramps skipped their padding rows (session 26: c768 hw7 11.7
     us on 7 columns against 12.8 on 4)."""
+    # Tiles of the output's width, compiled for the image (in strips of 4 rows): where the rows
+    # are strided or dilated (nothing else runs them) and for filters of up to WINDOW_MIN_TAPS.
+    image = image_fits(problem) and (problem.stride[0] != 1 or problem.dilation[0] != 1
+                                     or problem.r * problem.s <= WINDOW_MIN_TAPS)
     if strip is None:
-        strip = max(min(7, problem.out_h), problem.r - 1)
+        strip = min(4, problem.out_h) if image else max(min(7, problem.out_h), problem.r - 1)
     if tile_w is None:
-        tile_w = min(7, problem.out_w)
+        tile_w = problem.out_w if image else min(7, problem.out_w)
     if num_warps is None:
         num_warps = max(w for w in (1, 2, 4) if w == 1 or problem.k % (32 * w) == 0)
     return LaunchConfig(block_m=strip, block_n=32 * num_warps, block_k=tile_w, num_warps=num_warps,

@@ -32,7 +32,8 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   shared memory without masks or address arithmetic.
 - ``depthwise_window`` (:mod:`.depthwise_window`): CUDA-core depthwise convolution with each
   thread's input window in registers (one channel a thread, the tile unrolled): each input
-  value loaded and converted once, then fed to up to R*S multiply-adds.
+  value loaded and converted once, then fed to up to R*S multiply-adds; over small images,
+  compiled for the image, every tap on padding left out.
 - ``depthwise_rows`` (:mod:`.depthwise_rows`): 3x3 depthwise streaming output rows, each
   input row loaded once and reused for the three output rows it touches.
 - ``depthwise_toeplitz`` (:mod:`.depthwise_toeplitz`): depthwise convolution with large

@@ -1218,6 +1218,15 @@ def launch_depthwise_halo(
 # of at most this many multiply-adds a thread.
 MAX_WINDOW_TAPS = 49
 MAX_WINDOW_STEP_MULTIPLY_ADDS = 4 * 8 * 49
+# Tiles of the output's whole width are compiled for the image (depthwise_window._image: every
+# tap on padding left out, each strip of output rows unrolled in its own branch): images of at
+# most this many multiply-adds a thread over all strips (P*Q*R*S, padding taps counted: a 7x7
+# filter over 7x7, a 3x3 over 14x14; a 7x7 over 14x14 spilled), and input rows loaded ahead of
+# their use up to this many elements a thread; a thread holds its input rows whole, so inputs at
+# most MAX_IMAGE_WIDTH columns wide.
+MAX_IMAGE_MULTIPLY_ADDS = 49 * 49
+MAX_IMAGE_WIDTH = 32
+IMAGE_ROWS_AHEAD_ELEMENTS = 64
 
 
 @dataclass(frozen=True)
@@ -1230,6 +1239,7 @@ class WindowTiling:
     tile_w: int
     block_c: int
     rows_a_step: int
+    image: tuple[int, ...] | None  # the kernel's IMAGE: the tile is the whole image (else None)
 
 
 def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
@@ -1243,15 +1253,33 @@ def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
     if config.block_n != 32 * config.num_warps:
         raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: depthwise_window "
                          "takes one channel a thread (block_n = 32 * num_warps)")
-    if strip < problem.r - 1:
+    image = None
+    if tile_w >= problem.out_w and image_fits(problem):
+        ahead = min(max(IMAGE_ROWS_AHEAD_ELEMENTS // problem.w, 1), problem.h)
+        image = (problem.h, problem.w, problem.out_h, problem.out_w, problem.padding[0], problem.padding[1],
+                 pow2_at_least(problem.w), ahead)
+    elif problem.stride[0] != 1 or problem.dilation[0] != 1:
+        raise ValueError(f"config block_m={strip}, block_k={tile_w}: depthwise_window streams strips of input "
+                         f"rows only at row stride and dilation 1 (stride {problem.stride}, dilation "
+                         f"{problem.dilation}); here it needs tiles of the output's whole width "
+                         f"(block_k >= {problem.out_w})")
+    elif strip < problem.r - 1:
         raise ValueError(f"config block_m={strip}: depthwise_window's strips ramp up and down over R - 1 = "
                          f"{problem.r - 1} input rows: they need at least that many output rows")
     work = step * tile_w * problem.r * problem.s
-    if work > MAX_WINDOW_STEP_MULTIPLY_ADDS:
+    if image is None and work > MAX_WINDOW_STEP_MULTIPLY_ADDS:
         raise ValueError(f"config block_k={tile_w}, num_stages={step}: {step} input rows of {tile_w} columns "
                          f"of a {problem.r}x{problem.s} filter unroll {work} multiply-adds a thread, more than "
                          f"depthwise_window's {MAX_WINDOW_STEP_MULTIPLY_ADDS}")
-    return WindowTiling(strip, tile_w, config.block_n, step)
+    return WindowTiling(strip, tile_w, config.block_n, step, image)
+
+
+def image_fits(problem: ConvProblem) -> bool:
+    """depthwise_window's tiles of the output's whole width are compiled for the image (at
+    most :data:`MAX_IMAGE_MULTIPLY_ADDS` multiply-adds a thread, padding taps counted, over
+    inputs at most :data:`MAX_IMAGE_WIDTH` wide)."""
+    return (problem.out_h * problem.out_w * problem.r * problem.s <= MAX_IMAGE_MULTIPLY_ADDS
+            and problem.w <= MAX_IMAGE_WIDTH)
 
 
 def depthwise_window_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -1259,9 +1287,12 @@ def depthwise_window_unsupported_reason(problem: ConvProblem) -> str | None:
     reason = depthwise_unsupported_reason(problem)
     if reason is not None:
         return reason
-    if problem.stride[0] != 1 or problem.dilation[0] != 1:
+    if (problem.stride[0] != 1 or problem.dilation[0] != 1) and not image_fits(problem):
         return (f"it streams input rows into the output rows they touch: it needs a row stride and row "
-                f"dilation of 1 (stride {problem.stride}, dilation {problem.dilation})")
+                f"dilation of 1 (stride {problem.stride}, dilation {problem.dilation}) unless its tiles span the "
+                f"output's width, compiled for the image (at most {MAX_IMAGE_MULTIPLY_ADDS} multiply-adds, "
+                f"inputs at most {MAX_IMAGE_WIDTH} wide: {problem.out_h}x{problem.out_w} outputs of a "
+                f"{problem.r}x{problem.s} filter over {problem.w} columns)")
     if problem.r * problem.s > MAX_WINDOW_TAPS:
         return (f"it holds the filter in registers: filters of at most {MAX_WINDOW_TAPS} taps "
                 f"(this one {problem.r}x{problem.s})")
@@ -1297,11 +1328,13 @@ def launch_depthwise_window(
         problem.padding[0], problem.padding[1], xs[0], xs[1], xs[2],
         weight.stride(0), *epilogue_strides,
         X_STRIDE_W=xs[3], W_STRIDE_R=weight.stride(2), W_STRIDE_S=weight.stride(3), R=problem.r, S=problem.s,
-        V=problem.stride[1], DIL_W=problem.dilation[1], MULTIPLIER=problem.k // problem.c, **epilogue,
+        U=problem.stride[0], V=problem.stride[1], DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
+        MULTIPLIER=problem.k // problem.c, **epilogue,
         STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
         WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
         OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
-        EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), num_warps=config.num_warps, num_stages=1,
+        EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), IMAGE=tiling.image,
+        num_warps=config.num_warps, num_stages=1,
     )
 
 
