@@ -181,7 +181,8 @@ def test_depthwise_window_compiles_its_one_column_and_one_tap_forms():
     verify's 150 random cases failed on the H200, session 25). Compiled for sm_90 without a
     GPU: a 1x1 filter, a 7x1 over a 1-wide output, a 1x7, and a 3x3 on 1-column tiles; and the
     int64 form over NCHW, whose output column stride Triton makes a constant 1 (widening that
-    stride, not the index, did not compile: the GPU's int64 cases failed)."""
+    stride, not the index, did not compile: the GPU's int64 cases failed); and the int64 form of
+    the tiles compiled for a small image (row stride 2, strips of 2 rows) in both layouts."""
     code = """
 import sys, torch
 sys.path.insert(0, "benchmarks")
@@ -196,6 +197,10 @@ for c, h, w, r, s, stride, pad, tile_w in ((6, 4, 33, 1, 1, (1, 1), (2, 2), 8), 
 for layout in ("nchw", "nhwc"):
     problem = ConvProblem(1, 1, 40, 40, 1, 1, 1, dtype=torch.float16, layout=layout)
     sass.inspect_problem(problem, "depthwise_window", LaunchConfig(7, 32, 7, 8, 1, 1), int64=True)
+    # the image form (tiles of the output's width, compiled for the image), row stride 2, strips of 2 rows
+    problem = ConvProblem(1, 6, 7, 9, 12, 3, 3, stride=(2, 1), padding=1, groups=6, dtype=torch.float16, layout=layout)
+    counts = sass.inspect_problem(problem, "depthwise_window", LaunchConfig(2, 32, 9, 8, 1, 1), int64=True)
+    assert counts["FFMA"] > 0, counts
 print("compiled")
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

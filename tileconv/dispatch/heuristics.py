@@ -573,7 +573,11 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
     The defaults won or tied on all four ConvNeXt 7x7 rows on an H200 (session 25: strips of 7
     and 14, 4, 7 and 8 columns, 1 and 2 rows a step raced; see choose_algorithm); on 7-wide
     outputs 4 columns won until the ramps skipped their padding rows (session 26: c768 hw7 11.7
-    us on 7 columns against 12.8 on 4)."""
+    us on 7 columns against 12.8 on 4). Where the image fits a tile of the output's width
+    (launch.image_fits) and the rows are strided or dilated, or the filter has at most
+    WINDOW_MIN_TAPS taps: strips of 4 rows of the whole width, compiled for the image (session 47:
+    they beat 1, 2, 7 and 14 rows on the 3x3 rows over 7x7 and 14x14; a 7x7 filter over 7x7
+    keeps the 7x7 tile, there the whole image, 8.9 us against 9.1 in strips of 4)."""
     # Tiles of the output's width, compiled for the image (in strips of 4 rows): where the rows
     # are strided or dilated (nothing else runs them) and for filters of up to WINDOW_MIN_TAPS.
     image = image_fits(problem) and (problem.stride[0] != 1 or problem.dilation[0] != 1
