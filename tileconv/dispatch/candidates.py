@@ -50,6 +50,7 @@ from ..kernels.launch import (
     image_fits,
     plane_sizes,
     toeplitz_reach,
+    window_strips,
 )
 from ..problem import ConvProblem
 from .heuristics import (
@@ -705,7 +706,7 @@ def depthwise_window_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     if image_fits(problem):  # tiles of the output's width, compiled for the image
         for strip in (2, 4, 7, problem.out_h):
             configs.append(depthwise_window_config(problem, min(strip, problem.out_h), problem.out_w, start.num_warps))
-    if problem.stride[0] == 1 and problem.dilation[0] == 1 and problem.r * problem.s > 9:  # strips of tiles
+    if window_strips(problem) and problem.r * problem.s > 9:  # strips of tiles
         for strip in (max(min(7, problem.out_h), problem.r - 1), max(min(14, problem.out_h), problem.r - 1)):
             for width in (4, 7, 8):
                 configs.append(depthwise_window_config(problem, strip, min(width, problem.out_w), start.num_warps))

@@ -48,6 +48,7 @@ from ..kernels.launch import (
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
     toeplitz_reach,
+    window_strips,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_columns import columns_wgrad_unsupported_reason, row_columns
@@ -126,17 +127,15 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # 41.8 us against the halo's 44.7 (cuDNN 73.4), c192 hw28 23.6 / 31.8 (46.4), c384 hw14
         # 14.7 / 19.4 (26.6), c768 hw7 11.6 / 14.4 (21.4). It lost every stride-1 3x3 row to the
         # halo kernel (c384 hw14 17.4 against 10.5 us): the taps there are too few to pay for
-        # its loads' masks.
+        # its loads' masks. Over small images (session 47, H200, fp16 NHWC batch 32,
+        # benchmarks/probe_image.py, beside cuDNN and the halo kernel), with tiles of the output's
+        # width compiled for the image (no masks, no multiply-adds on padding) in strips of 4 output
+        # rows, it won the stride-1 3x3 rows over 7x7 and 14x14 outputs: c960 hw7 7.3 us against the
+        # halo's 8.4 (cuDNN 9.9), c576 hw14 11.3 / 12.4 (12.8), c384 hw14 9.9 / 10.3 (12.3); it lost at
+        # stride 2.
         if (problem.stride == (1, 1) and problem.dilation == (1, 1) and problem.layout == "nhwc"
-                and problem.r * problem.s > WINDOW_MIN_TAPS and depthwise_window_unsupported_reason(problem) is None):
-            return "depthwise_window"
-        # ... and over small images (session 47, H200, fp16 NHWC batch 32, benchmarks/probe_image.py,
-        # beside cuDNN and the halo kernel): with tiles of the output's width, compiled for the image
-        # (no masks, no multiply-adds on padding), in strips of 4 output rows, it won the stride-1
-        # 3x3 rows over 7x7 and 14x14 outputs: c960 hw7 7.3 us against the halo's 8.4 (cuDNN 9.9),
-        # c576 hw14 11.3 / 12.4 (12.8), c384 hw14 9.9 / 10.3 (12.3); it lost at stride 2.
-        if (problem.stride == (1, 1) and problem.dilation == (1, 1) and problem.layout == "nhwc"
-                and image_fits(problem) and depthwise_window_unsupported_reason(problem) is None):
+                and (problem.r * problem.s > WINDOW_MIN_TAPS or image_fits(problem))
+                and depthwise_window_unsupported_reason(problem) is None):
             return "depthwise_window"
         if problem.stride == (1, 1) and depthwise_halo_unsupported_reason(problem) is None:
             return "depthwise_halo"
@@ -580,8 +579,7 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
     keeps the 7x7 tile, there the whole image, 8.9 us against 9.1 in strips of 4)."""
     # Tiles of the output's width, compiled for the image (in strips of 4 rows): where the rows
     # are strided or dilated (nothing else runs them) and for filters of up to WINDOW_MIN_TAPS.
-    image = image_fits(problem) and (problem.stride[0] != 1 or problem.dilation[0] != 1
-                                     or problem.r * problem.s <= WINDOW_MIN_TAPS)
+    image = image_fits(problem) and (not window_strips(problem) or problem.r * problem.s <= WINDOW_MIN_TAPS)
     if strip is None:
         strip = min(4, problem.out_h) if image else max(min(7, problem.out_h), problem.r - 1)
     if tile_w is None:

@@ -46,7 +46,7 @@ own branch: every tap that lands on padding is left out when the code is traced 
 no multiply-adds on zeros), any row stride and dilation. A thread makes its output rows one
 by one, each from the converted input rows it reads (held in registers, each converted once),
 the input rows loaded a few rows ahead. On a 7x7 filter over 7x7 (ConvNeXt's last stage) the
-strips' 3,944 instructions a program become 1,960, its multiply-adds 2,401 become 1,369.
+strips' 3,944 instructions a program become 1,976, its multiply-adds 2,401 become 1,369.
 """
 
 import triton
@@ -172,12 +172,8 @@ def conv2d_depthwise_window_kernel(
 
     if IMAGE is not None:  # the tile spans the image's width: its geometry is compile-time
         x_img = x_ptr + n * stride_xn + (k_idx // MULTIPLIER) * stride_xc
-        q_idx = tl.arange(0, OUT_PAD)
-        q_ok = mask_k[:, None] & (q_idx < IMAGE[3])[None, :]
-        if INT64:
-            q_idx = q_idx.to(tl.int64)
-        out_tile = out_ptr + n * stride_on + (k_idx * stride_ok)[:, None] + (q_idx * stride_oq)[None, :]
-        res_tile = res_ptr + n * stride_rn + (k_idx * stride_rk)[:, None] + (q_idx * stride_rq)[None, :]
+        out_tile, res_tile, q_ok = _output_rows(out_ptr, res_ptr, n, k_idx, mask_k, 0, IMAGE[3], stride_on, stride_ok,
+                                                stride_oq, stride_rn, stride_rk, stride_rq, TILE_W, OUT_PAD, INT64)
         # The strips of output rows are compiled one by one (a uniform branch picks the program's).
         for g in tl.static_range(tl.constexpr((IMAGE[2] + STRIP - 1) // STRIP)):
             if p0 == g * STRIP:
@@ -194,6 +190,21 @@ def conv2d_depthwise_window_kernel(
                 stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, X_STRIDE_W, R, S, V, DIL_W, MULTIPLIER,
                 ACTIVATION, HAS_RESIDUAL, STRIP, TILE_W, ROWS_A_STEP, BLOCK_C, WIN_W, WIN_PAD, OUT_PAD,
                 EVEN_K, INT64)
+
+
+@triton.jit
+def _output_rows(out_ptr, res_ptr, n, k_idx, mask_k, q0, Q, stride_on, stride_ok, stride_oq, stride_rn, stride_rk,
+                 stride_rq, TILE_W: tl.constexpr, OUT_PAD: tl.constexpr, INT64: tl.constexpr):
+    """A tile's output row 0 as [BLOCK_C, OUT_PAD] pointers into the output and the residual
+    (columns q0 .. q0 + OUT_PAD - 1; add the row's offset), and the mask of its columns that
+    are in the tile and the output (``Q`` a compile-time value where the image's is)."""
+    q_idx = q0 + tl.arange(0, OUT_PAD)
+    q_ok = mask_k[:, None] & ((tl.arange(0, OUT_PAD) < TILE_W) & (q_idx < Q))[None, :]
+    if INT64:
+        q_idx = q_idx.to(tl.int64)
+    out_tile = out_ptr + n * stride_on + (k_idx * stride_ok)[:, None] + (q_idx * stride_oq)[None, :]
+    res_tile = res_ptr + n * stride_rn + (k_idx * stride_rk)[:, None] + (q_idx * stride_rq)[None, :]
+    return out_tile, res_tile, q_ok
 
 
 @triton.constexpr_function
@@ -247,14 +258,14 @@ def _image(x_img, stride_xh, mask_k, w_cols, bias, P, out_tile, res_tile, q_ok, 
     held = ()  # the converted input rows still read: W_PAD [BLOCK_C] columns each
     for p in tl.static_range(P_LO, P_HI):
         raw, held = _image_row(raw, held, p, x_rows, row_stride, row_ok, w_cols, bias, P, out_tile, res_tile, q_ok,
-                               stride_op, stride_rp, alpha, beta, P_LO, P_HI, IMAGE, R, S, U, V, DIL_H, DIL_W,
-                               BLOCK_C, OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
+                               stride_op, stride_rp, alpha, beta, P_LO, P_HI, tl.constexpr(END), IMAGE, R, S, U,
+                               V, DIL_H, DIL_W, BLOCK_C, OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
 
 
 @triton.jit
 def _image_row(raw, held, p: tl.constexpr, x_rows, row_stride, row_ok, w_cols, bias, P, out_tile, res_tile, q_ok,
-               stride_op, stride_rp, alpha, beta, P_LO: tl.constexpr, P_HI: tl.constexpr, IMAGE: tl.constexpr,
-               R: tl.constexpr,
+               stride_op, stride_rp, alpha, beta, P_LO: tl.constexpr, P_HI: tl.constexpr, END: tl.constexpr,
+               IMAGE: tl.constexpr, R: tl.constexpr,
                S: tl.constexpr, U: tl.constexpr, V: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
                BLOCK_C: tl.constexpr, OUT_PAD: tl.constexpr,
                ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, INT64: tl.constexpr):
@@ -268,7 +279,6 @@ def _image_row(raw, held, p: tl.constexpr, x_rows, row_stride, row_ok, w_cols, b
     PAD_W: tl.constexpr = IMAGE[5]
     W_PAD: tl.constexpr = IMAGE[6]
     AHEAD: tl.constexpr = IMAGE[7]
-    END: tl.constexpr = _image_plan(None, P_LO, P_HI, H, R, U, DIL_H, IMAGE[4])[1]
     ROW_PLAN: tl.constexpr = _image_plan(p, P_LO, P_HI, H, R, U, DIL_H, IMAGE[4])
     FIRST: tl.constexpr = ROW_PLAN[0]
     HELD_LO: tl.constexpr = ROW_PLAN[3]
@@ -327,13 +337,8 @@ def _strips(x_ptr, out_ptr, res_ptr, n, p0, q0, k_idx, mask_k, taps, bias, H, W,
         win_ok = win_ok & mask_k[:, None]
     x_win = (x_ptr + n * stride_xn + col0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
              + (cols * X_STRIDE_W)[None, :])
-    # An output row: [BLOCK_C, OUT_PAD].
-    q_idx = q0 + tl.arange(0, OUT_PAD)
-    q_ok = mask_k[:, None] & ((tl.arange(0, OUT_PAD) < TILE_W) & (q_idx < Q))[None, :]
-    if INT64:
-        q_idx = q_idx.to(tl.int64)
-    out_tile = out_ptr + n * stride_on + (k_idx * stride_ok)[:, None] + (q_idx * stride_oq)[None, :]
-    res_tile = res_ptr + n * stride_rn + (k_idx * stride_rk)[:, None] + (q_idx * stride_rq)[None, :]
+    out_tile, res_tile, q_ok = _output_rows(out_ptr, res_ptr, n, k_idx, mask_k, q0, Q, stride_on, stride_ok,
+                                            stride_oq, stride_rn, stride_rk, stride_rq, TILE_W, OUT_PAD, INT64)
     # Slot k of the window holds the partial sums of output row i-R+1+k (relative to p0) before
     # input row i, which adds its filter row R-1-k there. Rows above and below the strip take no
     # multiply-adds: the first R-1 input rows (the ramp up) reach only slots R-1-i and up, the

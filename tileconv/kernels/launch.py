@@ -1258,7 +1258,7 @@ def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
         ahead = min(max(IMAGE_ROWS_AHEAD_ELEMENTS // problem.w, 1), problem.h)
         image = (problem.h, problem.w, problem.out_h, problem.out_w, problem.padding[0], problem.padding[1],
                  pow2_at_least(problem.w), ahead)
-    elif problem.stride[0] != 1 or problem.dilation[0] != 1:
+    elif not window_strips(problem):
         raise ValueError(f"config block_m={strip}, block_k={tile_w}: depthwise_window streams strips of input "
                          f"rows only at row stride and dilation 1 (stride {problem.stride}, dilation "
                          f"{problem.dilation}); here it needs tiles of the output's whole width "
@@ -1274,6 +1274,12 @@ def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
     return WindowTiling(strip, tile_w, config.block_n, step, image)
 
 
+def window_strips(problem: ConvProblem) -> bool:
+    """depthwise_window's strips of tiles stream input rows into the output rows they touch:
+    they need a row stride and row dilation of 1 (tiles compiled for the image do not)."""
+    return problem.stride[0] == 1 and problem.dilation[0] == 1
+
+
 def image_fits(problem: ConvProblem) -> bool:
     """depthwise_window's tiles of the output's whole width are compiled for the image (at
     most :data:`MAX_IMAGE_MULTIPLY_ADDS` multiply-adds a thread, padding taps counted, over
@@ -1287,7 +1293,7 @@ def depthwise_window_unsupported_reason(problem: ConvProblem) -> str | None:
     reason = depthwise_unsupported_reason(problem)
     if reason is not None:
         return reason
-    if (problem.stride[0] != 1 or problem.dilation[0] != 1) and not image_fits(problem):
+    if not window_strips(problem) and not image_fits(problem):
         return (f"it streams input rows into the output rows they touch: it needs a row stride and row "
                 f"dilation of 1 (stride {problem.stride}, dilation {problem.dilation}) unless its tiles span the "
                 f"output's width, compiled for the image (at most {MAX_IMAGE_MULTIPLY_ADDS} multiply-adds, "
