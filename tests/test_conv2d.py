@@ -674,6 +674,11 @@ CONFIG_CASES = [
          layout="nchw", activation="silu", algo="depthwise_window", config=LaunchConfig(3, 32, 1, 8, 1, 1)),
     Case(2, 40, 11, 7, 40, 2, 3, padding=(0, 1), groups=40, dtype="fp32", layout="nhwc",
          residual=True, activation="gelu", algo="depthwise_window", config=LaunchConfig(16, 64, 4, 8, 2, 2)),
+    # ... strips whose steady rows are inside the input (rows load clamped, no row mask; the
+    # ramps' rows on padding skipped): 3x3 over 10x12, strips of 5 (3 steady rows, a step of
+    # 2: a remainder), 4 columns (window columns 1..4 load without a column mask), bf16.
+    Case(2, 8, 10, 12, 8, 3, 3, padding=1, groups=8, dtype="bf16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="depthwise_window", config=LaunchConfig(5, 32, 4, 8, 1, 2)),
     # depthwise_window with one tile of the whole image (the image's geometry compiled in, the
     # padding taps left out): a 7x7 filter over a 7x7 image (57% of the taps on padding), 32
     # channels for 6, the whole epilogue; row stride 2 and row dilation 2 (only a whole-image

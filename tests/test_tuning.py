@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,6 +61,7 @@ from tileconv.kernels.launch import (
     implicit_gemm_ws_unsupported_reason,
     plane_sizes,
     toeplitz_reach,
+    window_inside,
     window_tiling,
 )
 from tileconv.reference import conv2d_reference
@@ -381,7 +383,7 @@ def test_candidates_respect_the_constraints(limits, gpu_defaults, monkeypatch):
                 tiling = window_tiling(problem, config)
                 assert config.block_n == 32 * config.num_warps, where
                 if tiling.image is None:  # strips of tiles: raced for filters larger than 3x3 only
-                    assert problem.r - 1 <= tiling.strip <= max(14, problem.r - 1), where
+                    assert problem.r - 1 <= tiling.strip <= max(min(28, problem.out_h), problem.r - 1), where
                     assert tiling.tile_w <= problem.out_w and problem.r * problem.s > 9, where
                     assert tiling.rows_a_step * tiling.tile_w * problem.r * problem.s <= MAX_WINDOW_STEP_MULTIPLY_ADDS, where
                 else:  # tiles of the output's width, compiled for the image
@@ -471,7 +473,11 @@ def test_heuristics_for_large_filters_and_few_channels():
         assert (algorithm == "depthwise_plane") == plane, (name, algorithm)
         if algorithm == "depthwise_window":
             config = default_config(problem, algorithm)
-            expected = (4, problem.out_w, 1) if small else (7, 7, 1)  # strips of 4 rows of the width, or 7x7 tiles
+            # strips of 4 rows of the width, or 7-column tiles in strips of 7 rows doubled while they
+            # fill a wave (session 48): 28 rows on c96 hw56, 14 on c192 hw28, 7 on c384 hw14 and hw7
+            strips = {"c96 hw56": 28, "c192 hw28": 14}
+            strip = next((rows for key, rows in strips.items() if key in name), 7)
+            expected = (4, problem.out_w, 1) if small else (strip, 7, 1)
             assert (config.block_m, config.block_k, config.num_stages) == expected, name
             assert config.num_warps == max(w for w in (1, 2, 4) if problem.k % (32 * w) == 0), name
         # NCHW input: the halo kernel or the plane GEMM, as before
@@ -715,6 +721,33 @@ def test_grouped_halo_tiles_fit_its_shared_memory(monkeypatch):
     assert strided.stride == (2, 2)
     tiling = launch.grouped_halo_tiling(strided, default_config(strided, "grouped_halo"))
     assert 228 * 1024 // (tiling.shared_bytes(strided) + 1024) >= launch.GROUPED_HALO_WALKERS
+
+
+def test_window_inside_promises_only_what_every_tile_keeps():
+    """depthwise_window loads window columns COL_LO .. COL_HI - 1 without a column mask and,
+    where CLAMP, rows without a row mask (its steady rows taken as inside the input): checked
+    tile by tile and strip by strip against the geometry over random problems, and tight (the
+    columns next to the range, and the steady rows when CLAMP is refused, do leave the input)."""
+    rng = random.Random(31)
+    for _ in range(400):
+        r, s = rng.randint(1, 7), rng.randint(1, 7)
+        v, dil_w = rng.randint(1, 3), rng.randint(1, 2)
+        pad_h, pad_w = rng.randint(0, r + 1), rng.randint(0, s + 1)
+        h, w = rng.randint(max(1, r - 2 * pad_h), 20), rng.randint(max(1, (s - 1) * dil_w + 1 - 2 * pad_w), 20)
+        problem = ConvProblem(1, 4, h, w, 4, r, s, stride=(1, v), padding=(pad_h, pad_w), dilation=(1, dil_w),
+                              groups=4)
+        strip, tile_w = rng.randint(max(r - 1, 1), 9), rng.randint(1, 8)
+        col_lo, col_hi, clamp = window_inside(problem, strip, tile_w)
+        win_w = (tile_w - 1) * v + (s - 1) * dil_w + 1
+        assert 0 <= col_lo <= col_hi <= win_w
+        columns = [[q0 * v - pad_w + c for c in range(win_w)] for q0 in range(0, problem.out_w, tile_w)]
+        for c in range(win_w):
+            inside = all(0 <= tile[c] < w for tile in columns)
+            assert inside or not col_lo <= c < col_hi, (problem.describe(), strip, tile_w, c)
+            if c in (col_lo - 1, col_hi):
+                assert not inside, (problem.describe(), strip, tile_w, c)
+        steady = [p0 - pad_h + i for p0 in range(0, problem.out_h, strip) for i in range(r - 1, strip)]
+        assert clamp == all(0 <= ih < h for ih in steady), (problem.describe(), strip)
 
 
 def test_ws_tma_epilogue_where_it_fits():

@@ -699,16 +699,18 @@ def depthwise_window_candidates(problem: ConvProblem, limits: DeviceLimits | Non
     """depthwise_window tiles: the default; where a tile of the output's width fits
     (:func:`image_fits`), such tiles in strips of 2, 4 and 7 rows and of the whole output;
     for filters past 3x3 at row stride and dilation 1, strips of tiles of 7 rows (at least R - 1)
-    and 14 by 4, 7 and 8 columns (at most the output's width); one input row a step, the
-    default's warps. Each compiles in seconds (the ramps and a step unrolled): a short list."""
+    and 14 by 4, 7 and 8 columns and of 28 by 7 (at most the output's size); one input row a
+    step, the default's warps. Each compiles in seconds (the ramps and a step unrolled): a short
+    list."""
     start = default_config(problem, "depthwise_window")
     configs = [start]
     if image_fits(problem):  # tiles of the output's width, compiled for the image
         for strip in (2, 4, 7, problem.out_h):
             configs.append(depthwise_window_config(problem, min(strip, problem.out_h), problem.out_w, start.num_warps))
     if window_strips(problem) and problem.r * problem.s > 9:  # strips of tiles
-        for strip in (max(min(7, problem.out_h), problem.r - 1), max(min(14, problem.out_h), problem.r - 1)):
-            for width in (4, 7, 8):
+        for rows, widths in ((7, (4, 7, 8)), (14, (4, 7, 8)), (28, (7,))):
+            strip = max(min(rows, problem.out_h), problem.r - 1)
+            for width in widths:
                 configs.append(depthwise_window_config(problem, strip, min(width, problem.out_w), start.num_warps))
     return list(dict.fromkeys(configs))
 

@@ -78,6 +78,8 @@ SM_COUNT_HINT = 132
 
 
 WINDOW_MIN_TAPS = 25  # depthwise_window by default above this many taps (measured: 7x7 won, 3x3 lost)
+# depthwise_window's strips of a 7x7 filter: 168 registers a thread, 12 one-warp programs an SM.
+WINDOW_WARPS_PER_SM = 12
 
 
 def choose_algorithm(problem: ConvProblem) -> str:
@@ -566,11 +568,13 @@ def _depthwise_plane_config(problem: ConvProblem) -> LaunchConfig:
 def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile_w: int | None = None,
                             num_warps: int | None = None, rows_a_step: int = 1) -> LaunchConfig:
     """depthwise_window's tile: a strip of ``block_m`` output rows (default: 7, or the output's
-    height if smaller, and at least R - 1) by ``block_k`` columns (default: 7, at most the
+    height if smaller, doubled while the programs still fill a wave of WINDOW_WARPS_PER_SM warps
+    an SM, at least R - 1) by ``block_k`` columns (default: 7, at most the
     width), ``rows_a_step`` input rows a loop step (``num_stages``), one channel a thread over
     ``num_warps`` warps (default: the most of 1, 2, 4 whose 32-channel blocks divide K, else 1).
-    The defaults won or tied on all four ConvNeXt 7x7 rows on an H200 (session 25: strips of 7
-    and 14, 4, 7 and 8 columns, 1 and 2 rows a step raced; see choose_algorithm); on 7-wide
+    7-column tiles and one row a step won or tied on all four ConvNeXt 7x7 rows on an H200
+    (session 25: strips of 7 and 14, 4, 7 and 8 columns, 1 and 2 rows a step raced; session 48,
+    once the steady rows' loads lost their masks, strips of 7 to 56 rows); on 7-wide
     outputs 4 columns won until the ramps skipped their padding rows (session 26: c768 hw7 11.7
     us on 7 columns against 12.8 on 4). Where the image fits a tile of the output's width
     (launch.image_fits) and the rows are strided or dilated, or the filter has at most
@@ -580,12 +584,23 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
     # Tiles of the output's width, compiled for the image (in strips of 4 rows): where the rows
     # are strided or dilated (nothing else runs them) and for filters of up to WINDOW_MIN_TAPS.
     image = image_fits(problem) and (not window_strips(problem) or problem.r * problem.s <= WINDOW_MIN_TAPS)
-    if strip is None:
-        strip = min(4, problem.out_h) if image else max(min(7, problem.out_h), problem.r - 1)
     if tile_w is None:
         tile_w = problem.out_w if image else min(7, problem.out_w)
     if num_warps is None:
         num_warps = max(w for w in (1, 2, 4) if w == 1 or problem.k % (32 * w) == 0)
+    if strip is None and image:
+        strip = min(4, problem.out_h)
+    elif strip is None:
+        # Strips of 7 rows, doubled while the warps still fill one wave (session 48, H200: 28 rows on
+        # c96 hw56, 14 on c192 hw28, 7 on c384 hw14, each ~0.97 of a wave; the next height up or
+        # down 1.06x-1.21x slower): a taller strip spends fewer loads a multiply-add on its ramps.
+        def warps(rows: int) -> int:
+            return (problem.n * cdiv(problem.out_h, rows) * cdiv(problem.out_w, tile_w)
+                    * cdiv(problem.k, 32 * num_warps) * num_warps)
+        strip = min(7, problem.out_h)
+        while strip * 2 <= problem.out_h and warps(strip * 2) >= 0.9 * SM_COUNT_HINT * WINDOW_WARPS_PER_SM:
+            strip *= 2
+        strip = max(strip, problem.r - 1)
     return LaunchConfig(block_m=strip, block_n=32 * num_warps, block_k=tile_w, num_warps=num_warps,
                         num_stages=rows_a_step)
 

@@ -1280,6 +1280,23 @@ def window_strips(problem: ConvProblem) -> bool:
     return problem.stride[0] == 1 and problem.dilation[0] == 1
 
 
+def window_inside(problem: ConvProblem, strip: int, tile_w: int) -> tuple[int, int, bool]:
+    """depthwise_window's INSIDE for strips of ``strip`` output rows by ``tile_w`` columns:
+    (COL_LO, COL_HI, CLAMP). Window columns COL_LO .. COL_HI - 1 (input column q0*V - pad_w + c
+    of a tile at output column q0) are inside the input in every tile: past the left padding,
+    and short of W in the last tile. CLAMP: every strip's steady input rows (R - 1 .. strip - 1
+    of its own) are inside the input, so the steady steps load rows without a row mask (the ramp
+    down's first row, which the last of them loads, clamped into the input and skipped outside)."""
+    win_w = window(tile_w, problem.stride[1], problem.s, problem.dilation[1])
+    last_q0 = (cdiv(problem.out_w, tile_w) - 1) * tile_w
+    col_lo = min(problem.padding[1], win_w)
+    col_hi = max(col_lo, min(win_w, problem.w + problem.padding[1] - last_q0 * problem.stride[1]))
+    last_p0 = (cdiv(problem.out_h, strip) - 1) * strip
+    clamp = strip < problem.r or (problem.padding[0] <= problem.r - 1
+                                  and last_p0 + strip - 1 - problem.padding[0] < problem.h)
+    return col_lo, col_hi, clamp
+
+
 def image_fits(problem: ConvProblem) -> bool:
     """depthwise_window's tiles of the output's whole width are compiled for the image (at
     most :data:`MAX_IMAGE_MULTIPLY_ADDS` multiply-adds a thread, padding taps counted, over
@@ -1340,6 +1357,7 @@ def launch_depthwise_window(
         WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
         OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
         EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), IMAGE=tiling.image,
+        INSIDE=None if tiling.image else window_inside(problem, tiling.strip, tiling.tile_w),
         num_warps=config.num_warps, num_stages=1,
     )
 
