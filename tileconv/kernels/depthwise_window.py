@@ -104,11 +104,9 @@ def _inside(i, n):
 
 
 @triton.jit
-def _input_row(x_win, ih, H, stride_xh, stride_xc, win_ok, CLAMP: tl.constexpr, CPG: tl.constexpr,
-               INT64: tl.constexpr):
-    """Input row ``ih`` of the window as stored, a tensor for each of the group's CPG input
-    channels: zeros outside the input, or (CLAMP) row ``ih`` clamped into the input, no row mask
-    (the caller reads it only where ``ih`` is inside)."""
+def _input_row(x_win, ih, H, stride_xh, win_ok, CLAMP: tl.constexpr, INT64: tl.constexpr):
+    """Input row ``ih`` of the window as stored: zeros outside the input, or (CLAMP) row ``ih``
+    clamped into the input, no row mask (the caller reads it only where ``ih`` is inside)."""
     if CLAMP:
         ih = tl.minimum(tl.maximum(ih, 0), H - 1)
         ok = win_ok
@@ -116,11 +114,7 @@ def _input_row(x_win, ih, H, stride_xh, stride_xc, win_ok, CLAMP: tl.constexpr, 
         ok = win_ok & _inside(ih, H)
     if INT64:
         ih = ih.to(tl.int64)
-    row = x_win + ih * stride_xh
-    rows = ()
-    for j in tl.static_range(CPG):
-        rows = rows + (tl.load(row + j * stride_xc, mask=ok, other=0.0),)
-    return rows
+    return tl.load(x_win + ih * stride_xh, mask=ok, other=0.0)
 
 
 # The channel strides are not specialised: were a unit channel stride known, Triton would lay
@@ -145,7 +139,7 @@ def conv2d_depthwise_window_kernel(
     R: tl.constexpr, S: tl.constexpr,
     U: tl.constexpr, V: tl.constexpr,  # row and column stride (rows: 1, except for a tile of the whole image)
     DIL_H: tl.constexpr, DIL_W: tl.constexpr,  # row and column dilation (rows: likewise)
-    MULTIPLIER: tl.constexpr,  # output channels a group, K // groups
+    MULTIPLIER: tl.constexpr,  # K // C: output channel k reads input channel k // MULTIPLIER
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
     STRIP: tl.constexpr,  # output rows a program (at least R - 1)
     TILE_W: tl.constexpr,  # output columns a program (any number)
@@ -154,12 +148,10 @@ def conv2d_depthwise_window_kernel(
     WIN_W: tl.constexpr,  # the input columns the tile reads: (TILE_W-1)*V + (S-1)*DIL_W + 1 (launch.window)
     WIN_PAD: tl.constexpr,  # WIN_W to a power of two
     OUT_PAD: tl.constexpr,  # TILE_W to a power of two
-    TAPS_PAD: tl.constexpr,  # CPG * R * S to a power of two
+    TAPS_PAD: tl.constexpr,  # R * S to a power of two
     EVEN_K: tl.constexpr,  # K a multiple of BLOCK_C: no channel masks on the input rows
     INT64: tl.constexpr,
     INSIDE: tl.constexpr = None,  # strips: (COL_LO, COL_HI, CLAMP), launch.window_inside
-    CPG: tl.constexpr = 1,  # input channels a group (strips only): output channel k reads CPG of them
-    W_STRIDE_J: tl.constexpr = 0,  # the weight's stride along its input channels (CPG > 1)
     IMAGE: tl.constexpr = None,  # tiles of the image's width: (H, W, P, Q, pad_h, pad_w, W to a power of two,
     # input rows loaded ahead) as compile-time values, each strip compiled (_image); None: _strips
 ):
@@ -177,12 +169,11 @@ def conv2d_depthwise_window_kernel(
         k_idx = k_idx.to(tl.int64)
     mask_k = k_idx < K
 
-    # The filter as fp32 registers: one [BLOCK_C, TAPS_PAD] load, then a [BLOCK_C, 1] column a tap
-    # (tap j*R*S + r*S + s: input channel j of the group, filter row r, column s).
+    # The filter as fp32 registers: one [BLOCK_C, TAPS_PAD] load, then a [BLOCK_C, 1] column a tap.
     t_idx = tl.arange(0, TAPS_PAD)
-    w_offs = (t_idx // (R * S)) * W_STRIDE_J + (t_idx % (R * S) // S) * W_STRIDE_R + (t_idx % S) * W_STRIDE_S
+    w_offs = (t_idx // S) * W_STRIDE_R + (t_idx % S) * W_STRIDE_S
     w_all = tl.load(w_ptr + (k_idx * stride_wk)[:, None] + w_offs[None, :],
-                    mask=mask_k[:, None] & (t_idx < CPG * R * S)[None, :], other=0.0).to(tl.float32)
+                    mask=mask_k[:, None] & (t_idx < R * S)[None, :], other=0.0).to(tl.float32)
     w_cols = _columns(w_all, BLOCK_C, TAPS_PAD)
     if HAS_BIAS:
         bias = tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[:, None]
@@ -190,7 +181,6 @@ def conv2d_depthwise_window_kernel(
         bias = 0.0
 
     if IMAGE is not None:  # the tile spans the image's width: its geometry is compile-time
-        tl.static_assert(CPG == 1, "depthwise_window compiles images for one input channel a group")
         x_img = x_ptr + n * stride_xn + (k_idx // MULTIPLIER) * stride_xc
         out_tile, res_tile, q_ok = _output_rows(out_ptr, res_ptr, n, k_idx, mask_k, 0, IMAGE[3], stride_on, stride_ok,
                                                 stride_oq, stride_rn, stride_rk, stride_rq, TILE_W, OUT_PAD, INT64)
@@ -203,13 +193,13 @@ def conv2d_depthwise_window_kernel(
                        INT64)
     else:
         taps = ()
-        for t in tl.static_range(CPG * R * S):
+        for t in tl.static_range(R * S):
             taps = taps + (w_cols[t][:, None],)
         _strips(x_ptr, out_ptr, res_ptr, n, p0, q0, k_idx, mask_k, taps, bias, H, W, P, Q, pad_h, pad_w,
                 stride_xn, stride_xc, stride_xh, stride_on, stride_ok, stride_op, stride_oq,
                 stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, X_STRIDE_W, R, S, V, DIL_W, MULTIPLIER,
                 ACTIVATION, HAS_RESIDUAL, STRIP, TILE_W, ROWS_A_STEP, BLOCK_C, WIN_W, WIN_PAD, OUT_PAD,
-                EVEN_K, INSIDE, CPG, INT64)
+                EVEN_K, INSIDE, INT64)
 
 
 @triton.jit
@@ -340,8 +330,7 @@ def _strips(x_ptr, out_ptr, res_ptr, n, p0, q0, k_idx, mask_k, taps, bias, H, W,
             S: tl.constexpr, V: tl.constexpr, DIL_W: tl.constexpr, MULTIPLIER: tl.constexpr,
             ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, STRIP: tl.constexpr, TILE_W: tl.constexpr,
             ROWS_A_STEP: tl.constexpr, BLOCK_C: tl.constexpr, WIN_W: tl.constexpr, WIN_PAD: tl.constexpr,
-            OUT_PAD: tl.constexpr, EVEN_K: tl.constexpr, INSIDE: tl.constexpr, CPG: tl.constexpr,
-            INT64: tl.constexpr):
+            OUT_PAD: tl.constexpr, EVEN_K: tl.constexpr, INSIDE: tl.constexpr, INT64: tl.constexpr):
     """The strip of output rows p0 .. p0 + STRIP - 1, columns q0 .. q0 + TILE_W - 1 (the module's
     scheme): its input rows streamed top to bottom through the ramps and the steady loop."""
     iw0 = q0 * V - pad_w
@@ -363,7 +352,7 @@ def _strips(x_ptr, out_ptr, res_ptr, n, p0, q0, k_idx, mask_k, taps, bias, H, W,
     win_ok = ((cols < WIN_W) & (((cols >= COL_LO) & (cols < COL_HI)) | _inside(iw0 + cols, W)))[None, :]
     if not EVEN_K:
         win_ok = win_ok & mask_k[:, None]
-    x_win = (x_ptr + n * stride_xn + col0 * X_STRIDE_W + ((k_idx // MULTIPLIER * CPG) * stride_xc)[:, None]
+    x_win = (x_ptr + n * stride_xn + col0 * X_STRIDE_W + ((k_idx // MULTIPLIER) * stride_xc)[:, None]
              + (cols * X_STRIDE_W)[None, :])
     out_tile, res_tile, q_ok = _output_rows(out_ptr, res_ptr, n, k_idx, mask_k, q0, Q, stride_on, stride_ok,
                                             stride_oq, stride_rn, stride_rk, stride_rq, TILE_W, OUT_PAD, INT64)
@@ -379,36 +368,35 @@ def _strips(x_ptr, out_ptr, res_ptr, n, p0, q0, k_idx, mask_k, taps, bias, H, W,
     # Each input row is loaded one row ahead of its multiply-adds (the loop's steps are separate
     # blocks to the scheduler, so without this every step would wait out its first load).
     ih0 = p0 - pad_h
-    ahead = _input_row(x_win, ih0, H, stride_xh, stride_xc, win_ok, False, CPG, INT64)
+    ahead = _input_row(x_win, ih0, H, stride_xh, win_ok, False, INT64)
     for i in tl.static_range(R - 1):  # the ramp up: slot 0 is a row above the strip, not stored
         pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, R - 1 - i, R - 1, True, False, True,
-                               x_win, H, stride_xh, stride_xc, win_ok, CLAMP, CPG, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               x_win, H, stride_xh, win_ok, CLAMP, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     STEADY: tl.constexpr = STRIP - R + 1  # input rows R-1 .. STRIP-1
     for i0 in range(R - 1, R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP, ROWS_A_STEP):
         for j in tl.static_range(ROWS_A_STEP):
             pending, ahead = _step(pending, ahead, ih0 + i0 + j + 1, p0 + i0 + j - R + 1, 0, R - 1, True, True,
-                                   False, x_win, H, stride_xh, stride_xc, win_ok, CLAMP, CPG, taps, zero, P, out_tile, res_tile, q_ok,
+                                   False, x_win, H, stride_xh, win_ok, CLAMP, taps, zero, P, out_tile, res_tile, q_ok,
                                    bias, stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                    OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for j in tl.static_range(STEADY % ROWS_A_STEP):  # the steady rows a whole step does not cover
         i = R - 1 + STEADY // ROWS_A_STEP * ROWS_A_STEP + j
         pending, ahead = _step(pending, ahead, ih0 + i + 1, p0 + i - R + 1, 0, R - 1, True, True, False,
-                               x_win, H, stride_xh, stride_xc, win_ok, CLAMP, CPG, taps, zero, P, out_tile, res_tile, q_ok, bias,
+                               x_win, H, stride_xh, win_ok, CLAMP, taps, zero, P, out_tile, res_tile, q_ok, bias,
                                stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
     for e in tl.static_range(R - 1):  # the ramp down: input row STRIP + e, nothing left to load after it
         pending, ahead = _step(pending, ahead, ih0 + STRIP + e + 1, p0 + STRIP + e - R + 1, 0, R - 2 - e, e < R - 2,
-                               True, True, x_win, H, stride_xh, stride_xc, win_ok, CLAMP, CPG, taps, zero, P, out_tile, res_tile, q_ok,
+                               True, True, x_win, H, stride_xh, win_ok, CLAMP, taps, zero, P, out_tile, res_tile, q_ok,
                                bias, stride_op, stride_rp, alpha, beta, R, S, V, DIL_W, TILE_W, BLOCK_C, WIN_PAD,
                                OUT_PAD, ACTIVATION, HAS_RESIDUAL, INT64)
 
 
 @triton.jit
 def _step(pending, row, ih_next, p, FIRST: tl.constexpr, LAST: tl.constexpr, LOAD_NEXT: tl.constexpr,
-          STORE: tl.constexpr, SKIP: tl.constexpr, x_win, H, stride_xh, stride_xc, win_ok, CLAMP: tl.constexpr,
-          CPG: tl.constexpr, taps, zero, P,
+          STORE: tl.constexpr, SKIP: tl.constexpr, x_win, H, stride_xh, win_ok, CLAMP: tl.constexpr, taps, zero, P,
           out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta, R: tl.constexpr, S: tl.constexpr, V: tl.constexpr,
           DIL_W: tl.constexpr, TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr,
           OUT_PAD: tl.constexpr, ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, INT64: tl.constexpr):
@@ -421,9 +409,9 @@ def _step(pending, row, ih_next, p, FIRST: tl.constexpr, LAST: tl.constexpr, LOA
     R-1 slots left and the row loaded ahead."""
     if LOAD_NEXT:
         if SKIP:  # a ramp's load: masked by row (loaded clamped, the ramps ran 1.2x slower: session 48)
-            ahead = _input_row(x_win, ih_next, H, stride_xh, stride_xc, win_ok, False, CPG, INT64)
+            ahead = _input_row(x_win, ih_next, H, stride_xh, win_ok, False, INT64)
         else:  # a steady step's: row ih_next is a steady row or the first of the ramp down (SKIP)
-            ahead = _input_row(x_win, ih_next, H, stride_xh, stride_xc, win_ok, CLAMP, CPG, INT64)
+            ahead = _input_row(x_win, ih_next, H, stride_xh, win_ok, CLAMP, INT64)
     else:
         ahead = row
     if SKIP:
@@ -446,25 +434,9 @@ def _step(pending, row, ih_next, p, FIRST: tl.constexpr, LAST: tl.constexpr, LOA
 def _feed(pending, row, taps, zero, FIRST: tl.constexpr, LAST: tl.constexpr, R: tl.constexpr, S: tl.constexpr,
           V: tl.constexpr, DIL_W: tl.constexpr, TILE_W: tl.constexpr, BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr,
           OUT_PAD: tl.constexpr):
-    """Input row ``row`` (as loaded: a [BLOCK_C, WIN_PAD] tensor for each input channel of the
-    group) added into window slots FIRST..LAST: slot k (``pending[k]``; slot R-1 starts from
-    zero) takes filter row R-1-k of each channel. Returns the R slots."""
-    updated = ()
-    for k in tl.static_range(R - 1):
-        updated = updated + (pending[k],)
-    updated = updated + (zero,)
-    for j in tl.static_range(len(row)):
-        updated = _feed_channel(updated, row[j], taps, j * R * S, FIRST, LAST, R, S, V, DIL_W, TILE_W, BLOCK_C,
-                                WIN_PAD, OUT_PAD)
-    return updated
-
-
-@triton.jit
-def _feed_channel(slots, row, taps, T0: tl.constexpr, FIRST: tl.constexpr, LAST: tl.constexpr, R: tl.constexpr,
-                  S: tl.constexpr, V: tl.constexpr, DIL_W: tl.constexpr, TILE_W: tl.constexpr,
-                  BLOCK_C: tl.constexpr, WIN_PAD: tl.constexpr, OUT_PAD: tl.constexpr):
-    """One input channel's row ([BLOCK_C, WIN_PAD], as loaded) added into ``slots`` FIRST..LAST
-    through its filter's taps ``taps[T0:]``: slot k takes filter row R-1-k."""
+    """Input row ``row`` (as loaded, [BLOCK_C, WIN_PAD]) added into window slots FIRST..LAST:
+    slot k (``pending[k]``; slot R-1 starts from zero) takes filter row R-1-k. Returns the R
+    slots."""
     columns = _columns(row.to(tl.float32), BLOCK_C, WIN_PAD)
     # Filter column s's view of the row: at output column ql, input column ql*V + s*DIL_W.
     shifted = ()
@@ -475,10 +447,13 @@ def _feed_channel(slots, row, taps, T0: tl.constexpr, FIRST: tl.constexpr, LAST:
         shifted = shifted + (_stack(picked, BLOCK_C, OUT_PAD),)
     updated = ()
     for k in tl.static_range(R):
-        acc = slots[k]
+        if k < R - 1:
+            acc = pending[k]
+        else:
+            acc = zero
         if k >= FIRST and k <= LAST:
             for s in tl.static_range(S):
-                acc += shifted[s] * taps[T0 + (R - 1 - k) * S + s]
+                acc += shifted[s] * taps[(R - 1 - k) * S + s]
         updated = updated + (acc,)
     return updated
 

@@ -1254,7 +1254,7 @@ def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
         raise ValueError(f"config block_n={config.block_n}, num_warps={config.num_warps}: depthwise_window "
                          "takes one channel a thread (block_n = 32 * num_warps)")
     image = None
-    if tile_w >= problem.out_w and image_fits(problem) and problem.c_per_group == 1:
+    if tile_w >= problem.out_w and image_fits(problem):
         ahead = min(max(IMAGE_ROWS_AHEAD_ELEMENTS // problem.w, 1), problem.h)
         image = (problem.h, problem.w, problem.out_h, problem.out_w, problem.padding[0], problem.padding[1],
                  pow2_at_least(problem.w), ahead)
@@ -1266,11 +1266,10 @@ def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
     elif strip < problem.r - 1:
         raise ValueError(f"config block_m={strip}: depthwise_window's strips ramp up and down over R - 1 = "
                          f"{problem.r - 1} input rows: they need at least that many output rows")
-    work = step * tile_w * problem.c_per_group * problem.r * problem.s
+    work = step * tile_w * problem.r * problem.s
     if image is None and work > MAX_WINDOW_STEP_MULTIPLY_ADDS:
         raise ValueError(f"config block_k={tile_w}, num_stages={step}: {step} input rows of {tile_w} columns "
-                         f"of a {problem.c_per_group}x{problem.r}x{problem.s} filter unroll {work} multiply-adds "
-                         f"a thread, more than "
+                         f"of a {problem.r}x{problem.s} filter unroll {work} multiply-adds a thread, more than "
                          f"depthwise_window's {MAX_WINDOW_STEP_MULTIPLY_ADDS}")
     return WindowTiling(strip, tile_w, config.block_n, step, image)
 
@@ -1308,18 +1307,18 @@ def image_fits(problem: ConvProblem) -> bool:
 
 def depthwise_window_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_depthwise_window` cannot run ``problem`` (None if it can)."""
-    if problem.c_per_group > 1 and not window_strips(problem):
-        return (f"with {problem.c_per_group} input channels a group it streams strips of input rows: it needs "
-                f"a row stride and row dilation of 1 (stride {problem.stride}, dilation {problem.dilation})")
+    reason = depthwise_unsupported_reason(problem)
+    if reason is not None:
+        return reason
     if not window_strips(problem) and not image_fits(problem):
         return (f"it streams input rows into the output rows they touch: it needs a row stride and row "
                 f"dilation of 1 (stride {problem.stride}, dilation {problem.dilation}) unless its tiles span the "
                 f"output's width, compiled for the image (at most {MAX_IMAGE_MULTIPLY_ADDS} multiply-adds, "
                 f"inputs at most {MAX_IMAGE_WIDTH} wide: {problem.out_h}x{problem.out_w} outputs of a "
                 f"{problem.r}x{problem.s} filter over {problem.w} columns)")
-    if problem.c_per_group * problem.r * problem.s > MAX_WINDOW_TAPS:
-        return (f"it holds an output channel's filter in registers: at most {MAX_WINDOW_TAPS} taps (this one "
-                f"{problem.c_per_group}x{problem.r}x{problem.s}: input channels a group x filter rows x columns)")
+    if problem.r * problem.s > MAX_WINDOW_TAPS:
+        return (f"it holds the filter in registers: filters of at most {MAX_WINDOW_TAPS} taps "
+                f"(this one {problem.r}x{problem.s})")
     if problem.k > MAX_GRID_Y * 32:
         return f"it runs a grid row per 32 output channels: it needs at most {MAX_GRID_Y * 32} of them"
     return None
@@ -1353,13 +1352,12 @@ def launch_depthwise_window(
         weight.stride(0), *epilogue_strides,
         X_STRIDE_W=xs[3], W_STRIDE_R=weight.stride(2), W_STRIDE_S=weight.stride(3), R=problem.r, S=problem.s,
         U=problem.stride[0], V=problem.stride[1], DIL_H=problem.dilation[0], DIL_W=problem.dilation[1],
-        MULTIPLIER=problem.k // problem.groups, **epilogue,
+        MULTIPLIER=problem.k // problem.c, **epilogue,
         STRIP=tiling.strip, TILE_W=tiling.tile_w, ROWS_A_STEP=tiling.rows_a_step, BLOCK_C=tiling.block_c,
         WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
-        OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.c_per_group * problem.r * problem.s),
+        OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
         EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), IMAGE=tiling.image,
         INSIDE=None if tiling.image else window_inside(problem, tiling.strip, tiling.tile_w),
-        CPG=problem.c_per_group, W_STRIDE_J=weight.stride(1),
         num_warps=config.num_warps, num_stages=1,
     )
 
