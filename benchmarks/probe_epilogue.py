@@ -1,0 +1,59 @@
+"""Does the fused epilogue cost anything? Each depthwise-suite row (fp16 channels_last) run
+through ``conv2d_problem`` without an epilogue and with bias + ReLU fused, in one process,
+interleaved rounds of CUDA-graph replays with L2 cleared, the dispatch's algorithm and config
+printed for both. A kernel-development probe, not a benchmark of record. Needs a GPU.
+
+    python benchmarks/probe_epilogue.py [--suite depthwise] [--match dw3x3] [--rounds 3] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import torch  # noqa: E402
+
+from tileconv.bench.host import _graph_us  # noqa: E402
+from tileconv.bench.suites import get_suite  # noqa: E402
+from tileconv.dispatch import select  # noqa: E402
+from tileconv.functional import conv2d_problem  # noqa: E402
+from tileconv.testing import random_inputs  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--suite", default="depthwise")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--match", default="", help="only the rows whose name contains this")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name(), flush=True)
+    rows = []
+    for case in [c for c in get_suite(args.suite) if args.match in c.name]:
+        runs = {}
+        for epilogue in ("none", "bias_relu"):
+            p = case.problem(torch.float16, "nhwc", epilogue)
+            i = random_inputs(p, "cuda", seed=0)
+            algo, config = select(p)
+            runs[epilogue] = (p, i, f"{algo.name} {config}")
+        times = {e: [] for e in runs}
+        for _ in range(args.rounds):
+            for e, (p, i, _) in runs.items():
+                times[e].append(_graph_us(lambda p=p, i=i: conv2d_problem(p, i.x, i.weight, i.bias, i.residual)))
+        plain, fused = (statistics.median(times[e]) for e in ("none", "bias_relu"))
+        print(f"{case.name:28s} none {plain:7.1f} us ({runs['none'][2]}) | bias_relu {fused:7.1f} us "
+              f"({runs['bias_relu'][2]}) | {fused / plain:5.3f}x", flush=True)
+        rows.append({"case": case.name, "none_us": plain, "bias_relu_us": fused, "none": runs["none"][2],
+                     "bias_relu": runs["bias_relu"][2], "rounds": times})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
