@@ -106,11 +106,12 @@ def conv2d_depthwise_kernel(
 
     acc = tl.zeros((BLOCK_P * BLOCK_Q, BLOCK_C), dtype=tl.float32)
     if UNROLL_R > 0:
-        # Every tap's loads first, then the multiply-adds: ptxas keeps the order of independent
-        # loads it is given, so the whole filter's loads are in flight at once. Interleaved in
-        # source order, the bias + ReLU variant (session 48, H200) had its loads spread among the
-        # multiply-adds by ptxas, one memory latency after another: 1.28x-1.37x the time of the
-        # same kernel without the epilogue on the stride-2 rows.
+        # The bias first (into the zeroed sums), then every tap's loads, then the multiply-adds.
+        # With the bias read in the epilogue, ptxas spread the bias + ReLU variant's tile loads
+        # among its multiply-adds (106 registers, a memory latency after another; 1.28x-1.37x the
+        # time of the plain kernel on the stride-2 rows, session 48, H200); read first, that
+        # variant compiles as the plain one does (offline sm_90: 22-23 of 27 loads ahead of the
+        # first FFMA, 124-128 registers). Reordering the taps' loads alone did not change it.
         if HAS_BIAS:
             acc += tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[None, :]
         taps = ()
