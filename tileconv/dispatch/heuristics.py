@@ -48,6 +48,7 @@ from ..kernels.launch import (
     staged_nhwc_unsupported_reason,
     tma_rows_unsupported_reason,
     toeplitz_reach,
+    window_grid,
     window_strips,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
@@ -595,8 +596,8 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
         # c96 hw56, 14 on c192 hw28, 7 on c384 hw14, each ~0.97 of a wave; the next height up or
         # down 1.06x-1.21x slower): a taller strip spends fewer loads a multiply-add on its ramps.
         def warps(rows: int) -> int:
-            return (problem.n * cdiv(problem.out_h, rows) * cdiv(problem.out_w, tile_w)
-                    * cdiv(problem.k, 32 * num_warps) * num_warps)
+            programs, channel_blocks = window_grid(problem, rows, tile_w, 32 * num_warps)
+            return programs * channel_blocks * num_warps
         strip = min(7, problem.out_h)
         while strip * 2 <= problem.out_h and warps(strip * 2) >= 0.9 * SM_COUNT_HINT * WINDOW_WARPS_PER_SM:
             strip *= 2

@@ -18,21 +18,13 @@ from .common import store_output_tile
 
 
 @triton.jit
-def _depthwise_tap_loads(x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws):
-    """The tile's tap s of one filter row, as stored: each pixel's input under the tap (0 in
-    the padding) and each channel's weight."""
+def _depthwise_tap(acc, x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws):
+    """acc + the tile's tap s of one filter row: each pixel's input under the tap (0 in the
+    padding) times each channel's weight."""
     iw = iw0 + s * dil_w
     ok = row_ok & (iw >= 0) & (iw < W)
     xv = tl.load((x_row + iw * stride_xw)[:, None] + x_chan, mask=ok[:, None] & mask_k[None, :], other=0.0)
     wv = tl.load(w_row + s * stride_ws, mask=mask_k, other=0.0)
-    return xv, wv
-
-
-@triton.jit
-def _depthwise_tap(acc, x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws):
-    """acc + the tile's tap s of one filter row: each pixel's input under the tap times each
-    channel's weight."""
-    xv, wv = _depthwise_tap_loads(x_row, x_chan, w_row, row_ok, iw0, mask_k, W, s, dil_w, stride_xw, stride_ws)
     return acc + xv.to(tl.float32) * wv.to(tl.float32)[None, :]
 
 
@@ -106,23 +98,16 @@ def conv2d_depthwise_kernel(
 
     acc = tl.zeros((BLOCK_P * BLOCK_Q, BLOCK_C), dtype=tl.float32)
     if UNROLL_R > 0:
-        # The bias first (into the zeroed sums), then every tap's loads, then the multiply-adds.
-        # With the bias read in the epilogue, ptxas spread the bias + ReLU variant's tile loads
-        # among its multiply-adds (106 registers, a memory latency after another; 1.28x-1.37x the
-        # time of the plain kernel on the stride-2 rows, session 48, H200); read first, that
-        # variant compiles as the plain one does (offline sm_90: 22-23 of 27 loads ahead of the
-        # first FFMA, 124-128 registers). Reordering the taps' loads alone did not change it.
+        # The bias read first (into the zeroed sums). Read in the epilogue, ptxas spread the bias +
+        # ReLU variant's tile loads among its multiply-adds (106 registers, a memory latency after
+        # another; 1.28x-1.37x the time of the plain kernel on the stride-2 rows, session 48, H200);
+        # read first, that variant compiles as the plain one does (offline sm_90: 23 of its 28 loads
+        # ahead of the first FFMA, 124-125 registers).
         if HAS_BIAS:
             acc += tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[None, :]
-        taps = ()
         for r in tl.static_range(UNROLL_R):
-            ih = ih0 + r * dil_h
-            row_ok = mask_m & (ih >= 0) & (ih < H)
-            for s in tl.static_range(UNROLL_S):
-                taps = taps + (_depthwise_tap_loads(x_img + ih * stride_xh, x_chan, w_chan + r * stride_wr, row_ok,
-                                                    iw0, mask_k, W, s, dil_w, stride_xw, stride_ws),)
-        for t in tl.static_range(UNROLL_R * UNROLL_S):
-            acc += taps[t][0].to(tl.float32) * taps[t][1].to(tl.float32)[None, :]
+            acc = _depthwise_row(acc, x_img, x_chan, w_chan, ih0, iw0, mask_m, mask_k, H, W, r, S,
+                                 dil_h, dil_w, stride_xh, stride_xw, stride_wr, stride_ws, UNROLL_S)
     else:
         for r in range(0, R):
             acc = _depthwise_row(acc, x_img, x_chan, w_chan, ih0, iw0, mask_m, mask_k, H, W, r, S,

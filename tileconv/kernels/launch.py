@@ -1240,6 +1240,7 @@ class WindowTiling:
     block_c: int
     rows_a_step: int
     image: tuple[int, ...] | None  # the kernel's IMAGE: the tile is the whole image (else None)
+    inside: tuple[int, int, bool] | None  # the kernel's INSIDE for strips of tiles (window_inside; else None)
 
 
 def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
@@ -1271,7 +1272,13 @@ def window_tiling(problem: ConvProblem, config: LaunchConfig) -> WindowTiling:
         raise ValueError(f"config block_k={tile_w}, num_stages={step}: {step} input rows of {tile_w} columns "
                          f"of a {problem.r}x{problem.s} filter unroll {work} multiply-adds a thread, more than "
                          f"depthwise_window's {MAX_WINDOW_STEP_MULTIPLY_ADDS}")
-    return WindowTiling(strip, tile_w, config.block_n, step, image)
+    inside = None if image else window_inside(problem, strip, tile_w)
+    return WindowTiling(strip, tile_w, config.block_n, step, image, inside)
+
+
+def window_grid(problem: ConvProblem, strip: int, tile_w: int, block_c: int) -> tuple[int, int]:
+    """depthwise_window's grid: (image, strip, tile column) programs by channel blocks."""
+    return problem.n * cdiv(problem.out_h, strip) * cdiv(problem.out_w, tile_w), cdiv(problem.k, block_c)
 
 
 def window_strips(problem: ConvProblem) -> bool:
@@ -1344,8 +1351,7 @@ def launch_depthwise_window(
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     xs = kernel_strides(x)
     win_w = window(tiling.tile_w, problem.stride[1], problem.s, problem.dilation[1])
-    grid = (problem.n * cdiv(problem.out_h, tiling.strip) * cdiv(problem.out_w, tiling.tile_w),
-            cdiv(problem.k, tiling.block_c))
+    grid = window_grid(problem, tiling.strip, tiling.tile_w, tiling.block_c)
     return launch(conv2d_depthwise_window_kernel, grid,
         x, weight, *pointers, problem.h, problem.w, problem.out_h, problem.out_w, problem.k,
         problem.padding[0], problem.padding[1], xs[0], xs[1], xs[2],
@@ -1357,7 +1363,7 @@ def launch_depthwise_window(
         WIN_W=win_w, WIN_PAD=pow2_at_least(win_w),
         OUT_PAD=pow2_at_least(tiling.tile_w), TAPS_PAD=pow2_at_least(problem.r * problem.s),
         EVEN_K=problem.k % tiling.block_c == 0, INT64=needs_int64(problem), IMAGE=tiling.image,
-        INSIDE=None if tiling.image else window_inside(problem, tiling.strip, tiling.tile_w),
+        INSIDE=tiling.inside,
         num_warps=config.num_warps, num_stages=1,
     )
 
