@@ -960,7 +960,8 @@ NONFINITE_ACTIVATIONS = [None, "relu", "sigmoid", "tanh", "silu", ("clamp", -0.5
 NONFINITE_CASES = with_each_algorithm(
     [Case(1, 4, 7, 9, 6, 3, 3, padding=1, dtype="fp16", activation=a, bias=True, residual=True)
      for a in NONFINITE_ACTIVATIONS]
-    + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, residual=True)
+    + [Case(1, 4, 7, 9, 8, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", activation=a, bias=True,
+            residual=True)
        for a in NONFINITE_ACTIVATIONS[:3]]
     # groups of 4 (grouped_halo on a GPU merges four: its redo)
     + [Case(1, 32, 7, 9, 32, 3, 3, padding=1, groups=8, dtype="fp16", layout="nhwc", activation=a, residual=True)

@@ -750,6 +750,28 @@ def test_window_inside_promises_only_what_every_tile_keeps():
         assert clamp == all(0 <= ih < h for ih in steady), (problem.describe(), strip)
 
 
+def test_depthwise_register_cap_only_where_the_filter_is_unrolled(monkeypatch):
+    """launch_depthwise caps the registers (``maxnreg``) of its whole-filter-unrolled launches on 4
+    or more warps, where an epilogue's few extra registers cost a program an SM (132 against 128
+    for bias + ReLU on c96 hw112/2), and of no other launch (fewer warps, or NCHW's runtime loops,
+    spilled under the cap)."""
+    import tileconv.kernels.launch as launch_module
+
+    seen = []
+    monkeypatch.setattr(launch_module, "launch", lambda kernel, grid, *args, **kwargs: seen.append(kwargs))
+    for layout, num_warps, capped in (("nhwc", 4, True), ("nhwc", 2, False), ("nchw", 4, False)):
+        problem = ConvProblem(2, 32, 12, 12, 32, 3, 3, stride=(2, 2), padding=(1, 1), groups=32,
+                              dtype=torch.float16, layout=layout)
+        inputs = random_inputs(problem, "cpu", seed=0)
+        out = torch.empty(problem.output_shape, dtype=problem.dtype)
+        config = LaunchConfig(64, 32, 8, num_warps=num_warps, num_stages=1)
+        seen.clear()
+        launch_module.launch_depthwise(problem, inputs.x, inputs.weight, inputs.bias, None, out, config)
+        (kwargs,) = seen
+        assert (kwargs["UNROLL_R"] > 0 and num_warps >= 4) == capped, (layout, num_warps, kwargs["UNROLL_R"])
+        assert kwargs.get("maxnreg") == (launch_module.DEPTHWISE_UNROLLED_MAX_REGS if capped else None)
+
+
 def test_ws_tma_epilogue_where_it_fits():
     """The warp-specialized kernels' TMA-store epilogue (``launch._ws_output_descriptor``): a
     (N*P*Q, K) descriptor of 128-byte column chunks for a dense channels_last output; pointer

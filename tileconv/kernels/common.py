@@ -205,6 +205,17 @@ def store_output_tile(
 
 
 @triton.jit
+def load_bias(bias_ptr, k_idx, mask_k, HAS_BIAS: tl.constexpr):
+    """The bias of output channels ``k_idx`` as an fp32 row [1, BLOCK_N] to add to a tile (0.0
+    without one), for kernels that read it before their reduction: read in the epilogue, its
+    latency comes after the last multiply (a one-tile-a-program GEMM's whole grid waits on it)."""
+    bias = 0.0
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[None, :]
+    return bias
+
+
+@triton.jit
 def store_off_grid_zeros(
     out_ptr,  # the output, a view t[:, :, ::U, ::V] of a tensor t (N, K, H, W)
     n_idx, p_idx, q_idx, mask_m,  # [BLOCK_M] output pixels (of the view) and validity

@@ -39,6 +39,7 @@ interpreter this algorithm is unsupported (the launcher's reason says so) and it
 on the GPU; CI compiles it for sm_90 (``benchmarks/sass.py``).
 """
 
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
@@ -124,9 +125,12 @@ def conv2d_depthwise_halo_kernel(
     async_copy.commit_group()
 
     # The filter as fp32, while the copies fly: one [BLOCK_C] register vector a tap where they fit
-    # (WEIGHT_REGISTERS), else tap t at row t of a shared-memory table.
+    # (WEIGHT_REGISTERS), else tap t at row t of a shared-memory table; the bias likewise (read
+    # after the copies' wait, its latency came on top of theirs in every program).
     c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
     mask_c = c_idx < C
+    if HAS_BIAS:
+        bias = gl.load(bias_ptr + c_idx, mask=mask_c, other=0.0).to(gl.float32)
     if WEIGHT_REGISTERS:
         taps = ()
         for t in gl.static_range(R * S):
@@ -147,8 +151,6 @@ def conv2d_depthwise_halo_kernel(
     halo_rows = halo._reinterpret(x_ptr.dtype.element_ty, [CHUNKS * CHUNK, BLOCK_C], ROW)
     if INT64:
         c_idx = c_idx.to(gl.int64)
-    if HAS_BIAS:
-        bias = gl.load(bias_ptr + c_idx, mask=mask_c, other=0.0).to(gl.float32)
     out_c = out_ptr + n * stride_on + c_idx * stride_ok
     res_c = res_ptr + n * stride_rn + c_idx * stride_rk
     for step in range(TILE_H * TILE_W // UNROLL):
@@ -156,7 +158,11 @@ def conv2d_depthwise_halo_kernel(
         ql = (step % (TILE_W // UNROLL)) * UNROLL
         for j in gl.static_range(UNROLL):
             base = pl * U * WW + (ql + j) * V
-            acc = gl.zeros([BLOCK_C], gl.float32, CL)
+            # The sum starts from the bias (one add fewer an output than adding it at the end).
+            if HAS_BIAS:
+                acc = bias
+            else:
+                acc = gl.zeros([BLOCK_C], gl.float32, CL)
             for r in gl.static_range(R):
                 for s in gl.static_range(S):
                     xv = halo_rows.index(base + (r * DIL_H * WW + s * DIL_W)).load(CL).to(gl.float32)
@@ -164,13 +170,18 @@ def conv2d_depthwise_halo_kernel(
                         acc += xv * taps[r * S + s]
                     else:
                         acc += xv * weight_rows.index(r * S + s).load(CL)
-            # The fused epilogue, in common.epilogue_at's order: + bias, + residual, activation.
+            # The rest of the fused epilogue, in common.epilogue_at's order: + residual, activation.
             p = p0 + pl
             q = q0 + ql + j
             ok = mask_c & (p < P) & (q < Q)
-            if HAS_BIAS:
-                acc += bias
             if HAS_RESIDUAL:
                 acc += gl.load(res_c + (p * stride_rp + q * stride_rq), mask=ok, other=0.0).to(gl.float32)
-            acc = apply_activation(acc, ACTIVATION, alpha, beta)
+            if ACTIVATION == 1:
+                # ReLU as the NaN-propagating max (NaN stays NaN, as in torch.relu), which ptxas folds
+                # into the fp16 / bf16 conversion (F2FP.RELU): common.apply_activation's select costs
+                # two instructions an element (1.04x this kernel's time on c144 hw56/1, H200, session
+                # 49). apply_activation keeps the select: with the max, ptxas spilled some NCHW kernels.
+                acc = gl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
+            else:
+                acc = apply_activation(acc, ACTIVATION, alpha, beta)
             gl.store(out_c + (p * stride_op + q * stride_oq), acc.to(out_ptr.dtype.element_ty), mask=ok)
