@@ -23,9 +23,17 @@ def _tanh(x):
 
 
 @triton.jit
-def apply_activation(x, ACTIVATION: tl.constexpr, alpha, beta):
-    """``x`` is an fp32 tile; returns activation(x) in fp32. NaN propagates as in torch."""
-    if ACTIVATION == 1:  # relu; written as a select so that NaN stays NaN, as torch.relu
+def apply_activation(x, ACTIVATION: tl.constexpr, alpha, beta, FOLD_RELU: tl.constexpr = False):
+    """``x`` is an fp32 tile; returns activation(x) in fp32. NaN propagates as in torch.
+
+    ReLU is a select (FSETP + FSEL an element); with ``FOLD_RELU`` it is the NaN-propagating
+    max instead, which ptxas folds into a following fp16 / bf16 conversion (F2FP.RELU: free;
+    depthwise_halo's bias + ReLU on c144 hw56/1 1.04x -> 1.00x of its plain time, H200, session
+    49). Not the default: with the max, ptxas gave some NCHW CUDA-core tiles (``direct``
+    128x16x32) 64 registers and spills in their loop (``benchmarks/audit.py --layout nchw``)."""
+    if ACTIVATION == 1 and FOLD_RELU:
+        x = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)
+    elif ACTIVATION == 1:  # relu; written as a select so that NaN stays NaN, as torch.relu
         x = tl.where(x < 0.0, 0.0, x)
     elif ACTIVATION == 2:  # relu6
         x = tl.where(x < 0.0, 0.0, tl.where(x > 6.0, 6.0, x))
@@ -271,7 +279,7 @@ def epilogue_at(
     Toeplitz kernel's columns are (output column, output channel) pairs): the caller gives
     each column's channel and each element's residual offset."""
     if HAS_BIAS:
-        acc += tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[None, :]
+        acc += load_bias(bias_ptr, k_idx, mask_k, HAS_BIAS)
     if HAS_RESIDUAL:
         acc += tl.load(res_ptr + res_offs, mask=mask, other=0.0).to(tl.float32)
     return apply_activation(acc, ACTIVATION, alpha, beta)

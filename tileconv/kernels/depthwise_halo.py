@@ -39,7 +39,6 @@ interpreter this algorithm is unsupported (the launcher's reason says so) and it
 on the GPU; CI compiles it for sm_90 (``benchmarks/sass.py``).
 """
 
-import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
@@ -176,12 +175,6 @@ def conv2d_depthwise_halo_kernel(
             ok = mask_c & (p < P) & (q < Q)
             if HAS_RESIDUAL:
                 acc += gl.load(res_c + (p * stride_rp + q * stride_rq), mask=ok, other=0.0).to(gl.float32)
-            if ACTIVATION == 1:
-                # ReLU as the NaN-propagating max (NaN stays NaN, as in torch.relu), which ptxas folds
-                # into the fp16 / bf16 conversion (F2FP.RELU): common.apply_activation's select costs
-                # two instructions an element (1.04x this kernel's time on c144 hw56/1, H200, session
-                # 49). apply_activation keeps the select: with the max, ptxas spilled some NCHW kernels.
-                acc = gl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)
-            else:
-                acc = apply_activation(acc, ACTIVATION, alpha, beta)
+            # ReLU folded into the 16-bit conversion (channels_last only, where it does not spill)
+            acc = apply_activation(acc, ACTIVATION, alpha, beta, FOLD_RELU=True)
             gl.store(out_c + (p * stride_op + q * stride_oq), acc.to(out_ptr.dtype.element_ty), mask=ok)

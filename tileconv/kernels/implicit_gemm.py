@@ -216,13 +216,13 @@ def conv2d_implicit_gemm_kernel(
         tl.store(ws_ptr + ws_offs, acc, mask=mask_m[:, None] & mask_n[None, :])
         return
 
-    # Epilogue on the fp32 accumulator: + bias (unless the sums started from it), + residual,
-    # activation, one store.
+    # Epilogue on the fp32 accumulator (the bias is in: the sums started from it, split-K
+    # returned above): + residual, activation, one store.
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m,
         group * K_PER_GROUP + offs_n, mask_n,
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-        alpha, beta, ACTIVATION, HAS_BIAS and not BIAS_FIRST, HAS_RESIDUAL,
+        alpha, beta, ACTIVATION, False, HAS_RESIDUAL,
     )
 
 
