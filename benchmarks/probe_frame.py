@@ -1,10 +1,12 @@
 """Kernel-development probe (one device call): implicit_gemm_frame (one staged input frame a
 channel block, every tap's A operand a view of it read by wgmma from shared memory) against
-cuDNN and tileconv's own choice on the suites' stride-1 3x3 rows that it can take, several tiles
-each, CUDA-graph replays with L2 cleared, every output checked against float32 F.conv2d
-(NaN-filled before the call), plus one bias + ReLU check a row.
+cuDNN and tileconv's own choice on the suites' 3x3 rows that it can take (stride 2 through the
+stride's phase frames since session 50), several tiles each, CUDA-graph replays with L2 cleared,
+every output checked against float32 F.conv2d (NaN-filled before the call), plus one bias + ReLU
+check a row.
 
-    python3 benchmarks/probe_frame.py [--json OUT.json] [--rows NAME ...] [--dtype float16|bfloat16]
+    python3 benchmarks/probe_frame.py [--json OUT.json] [--rows NAME ...] [--stride 1|2]
+                                      [--dtype float16|bfloat16]
 """
 import argparse
 import json
@@ -28,6 +30,9 @@ from tileconv.testing import compare, random_inputs, tolerance
 # (block_m, block_n, block_k, num_warps, weight stages): session 45's tiles
 TILES = [(128, 64, 64, 4, 8), (128, 128, 64, 4, 6), (256, 64, 64, 8, 6), (256, 128, 64, 8, 4),
          (128, 128, 32, 4, 8), (256, 128, 32, 8, 8), (64, 128, 64, 4, 8)]
+# ... and (session 50) tiles with room for a stride's four phase frames
+STRIDED_TILES = [(128, 128, 32, 4, 6), (128, 128, 32, 4, 4), (64, 128, 64, 4, 6), (64, 128, 64, 4, 4),
+                 (128, 128, 64, 4, 2), (128, 64, 64, 4, 4), (64, 64, 64, 4, 8), (128, 64, 32, 4, 8)]
 
 
 def main():
@@ -35,6 +40,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--rows", nargs="*")
     ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--stride", type=int, help="only rows of this stride")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     torch.backends.cudnn.benchmark = True
@@ -44,7 +50,7 @@ def main():
         p = case.problem(dtype, "nhwc")
         if p.r != 3 or launch.implicit_gemm_frame_unsupported_reason(p) is not None:
             continue
-        if args.rows and case.name not in args.rows:
+        if (args.rows and case.name not in args.rows) or (args.stride and p.stride[0] != args.stride):
             continue
         i = random_inputs(p, "cuda", seed=0)
         ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
@@ -54,7 +60,7 @@ def main():
         print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
               f"{t_ref / t_auto:4.2f}x", flush=True)
         rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto, "frame": []}
-        for block_m, block_n, block_k, warps, stages in TILES:
+        for block_m, block_n, block_k, warps, stages in TILES + STRIDED_TILES:
             config = LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
             try:
                 launch.frame_tiling(p, config)

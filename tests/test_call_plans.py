@@ -97,6 +97,26 @@ def test_a_tma_descriptor_is_described_again_over_the_new_address(fake_stream):
     assert b2.base.data_ptr() == w.data_ptr() and (o2, five) == (out2.data_ptr(), 5)
 
 
+def test_a_descriptor_over_a_view_inside_an_input_keeps_its_offset(fake_stream):
+    """implicit_gemm_frame's stride phases: descriptors over x[:, :, a::2, b::2], which start
+    (a*W + b)*C elements into the channels_last input; a replay describes them over the new
+    input at the same offset."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    log = []
+    x = torch.zeros(2, 32, 6, 6).contiguous(memory_format=torch.channels_last)
+    out = torch.zeros(2, 16, 3, 3).contiguous(memory_format=torch.channels_last)
+    x4 = x.permute(0, 2, 3, 1)
+    phases = [TensorDescriptor.from_tensor(x4[:, a::2, b::2], [1, 2, 4, 16]) for a in (0, 1) for b in (0, 1)]
+    plan = call_plans.CallPlan(_record((_FakeCompiled(log), (2, 1, 1), [*phases, out])), [x, None, None, None], out)
+    x2 = torch.ones_like(x)
+    plan(x2, None, None, None)
+    replayed = log[0][13:17]
+    for (a, b), desc in zip([(0, 0), (0, 1), (1, 0), (1, 1)], replayed, strict=True):
+        assert desc.base.data_ptr() == x2.data_ptr() + (a * 6 + b) * 32 * x.element_size()
+        assert list(desc.shape) == [2, 3, 3, 32] and list(desc.strides) == [1152, 384, 64, 1]
+
+
 def test_scratch_is_allocated_afresh_and_nothing_recorded_stays_alive(fake_stream):
     import gc
     import weakref
@@ -265,29 +285,32 @@ def test_a_misaligned_view_gets_its_own_plan(seed: int):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algo", ["gemm_1x1", "gemm_1x1_strided", "gemm_1x1_ws", "split_k", "tma_rows"])
+@pytest.mark.parametrize("algo", ["gemm_1x1", "gemm_1x1_strided", "gemm_1x1_ws", "split_k", "tma_rows", "frame"])
 def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str):
     """gemm_1x1 reads its operands through TMA descriptors, which a replay describes again
     over each call's tensors (strided: 4D views of the input's strided view and of the output,
     in the persistent form and in gemm_1x1_ws's Gluon descriptors); split-K sums partial results
     in a scratch tensor, which a replay allocates afresh (two launches per call). tma_rows
     (persistent) has three descriptors: a 4D view of the input, a 3D view of the derived
-    weight, the output."""
+    weight, the output. implicit_gemm_frame at stride 2: four descriptors over the input's
+    phases, three of them starting inside it."""
     from tileconv import dispatch
     from tileconv.kernels import ALGORITHMS, LaunchConfig
 
-    if algo == "gemm_1x1_ws" and torch.cuda.get_device_capability()[0] != 9:
-        pytest.skip("gemm_1x1_ws is a Gluon kernel for Hopper (sm_90)")
+    if algo in ("gemm_1x1_ws", "frame") and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip(f"{algo} is a Gluon kernel for Hopper (sm_90)")
     monkeypatch.setattr(dispatch, "_selected", {})
     monkeypatch.setattr(call_plans, "_plans", {})
     original = dispatch.select
 
-    r = 3 if algo == "tma_rows" else 1
+    r = 3 if algo in ("tma_rows", "frame") else 1
     stride = 1 if algo in ("gemm_1x1", "split_k", "tma_rows") else 2
 
     def tma(problem, algo_=algo, device=None):
         if algo == "tma_rows" and (problem.r, problem.s) == (3, 3):
             return ALGORITHMS["tma_rows"], LaunchConfig(64, 64, 64, 8, 4, 3, persistent=1)
+        if algo == "frame" and (problem.r, problem.s) == (3, 3):
+            return ALGORITHMS["implicit_gemm_frame"], LaunchConfig(64, 64, 64, 8, 4, 4)
         if (problem.r, problem.s) == (1, 1):
             if algo == "gemm_1x1":
                 return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)

@@ -463,6 +463,22 @@ CONFIG_CASES = [
          algo="implicit_gemm_frame", config=LaunchConfig(256, 64, 64, 8, 8, 6)),
     Case(2, 32, 6, 30, 24, 1, 3, padding=(0, 1), dtype="bf16", layout="nhwc",
          algo="implicit_gemm_frame", config=LaunchConfig(64, 64, 32, 8, 4, 3)),
+    # ... at stride 2, the taps views of four phase frames (even and odd rows and columns) a stage:
+    # odd H and W (phases of unequal sizes; P = 7 in 8-row tiles of a 16-column frame for Q = 8),
+    # bias + ReLU; a dilated 3x3 whose taps all read even pixels (one phase, reach 2 rows), bf16;
+    # stride (2, 1) with a 5x3 filter (two row phases of reach 2 and 1, one-row boxes); a 2x2
+    # patchify filter (four phases of one tap, no padding), K = 40; ResNet-50's c128 hw56 3x3/2 at
+    # batch 16 (448 tiles: several a program, the frame ring over two channel blocks).
+    Case(2, 64, 13, 15, 72, 3, 3, stride=2, padding=1, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="implicit_gemm_frame", config=LaunchConfig(128, 128, 32, 8, 4, 6)),
+    Case(2, 32, 20, 18, 24, 3, 3, stride=2, padding=2, dilation=2, dtype="bf16", layout="nhwc",
+         algo="implicit_gemm_frame", config=LaunchConfig(64, 64, 32, 8, 4, 4)),
+    Case(3, 64, 37, 30, 64, 5, 3, stride=(2, 1), padding=(2, 1), dtype="fp16", layout="nhwc", bias=True,
+         algo="implicit_gemm_frame", config=LaunchConfig(64, 64, 64, 8, 4, 4)),
+    Case(2, 32, 32, 32, 40, 2, 2, stride=2, dtype="fp16", layout="nhwc", activation="silu",
+         algo="implicit_gemm_frame", config=LaunchConfig(128, 64, 32, 8, 4, 4)),
+    Case(16, 128, 56, 56, 128, 3, 3, stride=2, padding=1, dtype="fp16", layout="nhwc", bias=True,
+         activation="relu", algo="implicit_gemm_frame", config=LaunchConfig(64, 128, 64, 8, 4, 6)),
     # gemm_1x1_ws (Gluon, Hopper only: skipped under the interpreter): gemm_1x1's views through a
     # one-warp TMA loader. Stride 1 with M, K and C tails (C = 40 in a 64-channel step: zero fill
     # on both operands), the whole epilogue; strided with merged images (2 rows of 8 columns for

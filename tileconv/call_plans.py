@@ -203,7 +203,7 @@ class _Step:
 
     __slots__ = ("launch", "head", "template", "pointer_slots", "descriptor_slots", "encoded")
 
-    def __init__(self, compiled, grid: tuple[int, int, int], arguments: list, slot_of) -> None:
+    def __init__(self, compiled, grid: tuple[int, int, int], arguments: list, slot_of, descriptor_source) -> None:
         launcher = compiled.run  # loads the module on first use
         if launcher.global_scratch_size or launcher.profile_scratch_size:
             raise _Unplannable("the kernel needs scratch memory")
@@ -225,7 +225,7 @@ class _Step:
                 # same start address, shape and strides fixed by the plan's key.
                 # Only its layout is kept: the recorded descriptor's base would keep the input alive.
                 layout = (list(value.shape), list(value.strides), list(value.block_shape), value.padding)
-                self.descriptor_slots.append((position, slot_of(value.base, by_address=True), layout))
+                self.descriptor_slots.append((position, *descriptor_source(value.base), layout))
                 self.template[position] = None
         self.encoded = _EncodedDescriptors.of(self.launch, self.template, self.pointer_slots, self.descriptor_slots)
 
@@ -238,8 +238,8 @@ class _Step:
         arguments = self.template.copy()
         for position, slot in self.pointer_slots:
             arguments[position] = pointers[slot]
-        for position, slot, layout in self.descriptor_slots:
-            arguments[position] = _Descriptor(pointers[slot], layout)
+        for position, slot, offset, layout in self.descriptor_slots:
+            arguments[position] = _Descriptor(pointers[slot] + offset, layout)
         self.launch(*head, *arguments)
 
 
@@ -271,10 +271,10 @@ class _EncodedDescriptors:
         cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in closure), strict=True))
         raw, indices, metas = cells.get("launcher"), cells.get("tensordesc_indices"), cells.get("tensordesc_meta")
         if raw is None or indices is None or metas is None or len(metas) != len(descriptor_slots) \
-                or sorted(indices) != [position for position, _, _ in descriptor_slots]:
+                or sorted(indices) != [position for position, *_ in descriptor_slots]:
             return None
         if any(meta is not None and meta.get("fp4_padded", True) for meta in metas) \
-                or any(layout[1][-1] != 1 for _, _, layout in descriptor_slots):
+                or any(layout[1][-1] != 1 for *_, layout in descriptor_slots):
             return None  # layouts the wrapper would change before encoding: left to it
         # The wrapper's own module encodes the same way it would: its dtype map, its driver.
         dtypes, triton_module = launch.__globals__.get("TMA_DTYPE_DEVICE_TO_HOST"), launch.__globals__.get("triton")
@@ -287,32 +287,32 @@ class _EncodedDescriptors:
                  metas: list) -> None:
         self.raw, self.fill = raw, fill
         pointer_at = dict(pointer_slots)
-        descriptors = {position: (slot, layout, meta)
-                       for (position, slot, layout), meta in zip(descriptor_slots, metas, strict=True)}
+        descriptors = {position: (slot, offset, layout, meta)
+                       for (position, slot, offset, layout), meta in zip(descriptor_slots, metas, strict=True)}
         self.template, self.pointer_positions, self.fills = [], [], []
         for position, value in enumerate(template):
             if position in pointer_at:
-                self.pointer_positions.append((len(self.template), pointer_at[position]))
+                self.pointer_positions.append((len(self.template), pointer_at[position], 0))
                 self.template.append(None)
             elif position in descriptors:
-                slot, (shape, strides, block_shape, padding), meta = descriptors[position]
+                slot, offset, (shape, strides, block_shape, padding), meta = descriptors[position]
                 if meta is None:  # decomposed by the frontend: the base pointer, then the layout twice
-                    self.pointer_positions.append((len(self.template), slot))
+                    self.pointer_positions.append((len(self.template), slot, offset))
                     self.template += [None, *shape, *strides, padding == "nan", *shape, *strides]
                     continue
                 encode = (meta["swizzle"], meta["elem_size"], dtypes[meta["elem_type"]],
                           meta["block_size"], shape, strides, 1 if padding == "nan" else 0)
-                self.fills.append((len(self.template), slot, encode, {}))
+                self.fills.append((len(self.template), slot, offset, encode, {}))
                 self.template += [None, *shape, *strides]
             else:
                 self.template.append(value)
 
     def launch(self, head: list, pointers: list[int]) -> None:
         arguments = self.template.copy()
-        for position, slot in self.pointer_positions:
-            arguments[position] = pointers[slot]
-        for position, slot, encode, kept in self.fills:
-            address = pointers[slot]
+        for position, slot, offset in self.pointer_positions:
+            arguments[position] = pointers[slot] + offset
+        for position, slot, offset, encode, kept in self.fills:
+            address = pointers[slot] + offset
             encoded = kept.get(address)
             if encoded is None:
                 if len(kept) >= self.KEPT:
@@ -399,7 +399,23 @@ class CallPlan:
             self.derivations.append(again)
             return len(own) + len(derived) - 1
 
-        self.steps = [_Step(compiled, grid, arguments, slot_of) for compiled, grid, arguments in record.steps]
+        def descriptor_source(t: torch.Tensor) -> tuple[int, int]:
+            """Where a TMA descriptor's tensor comes from, and how many bytes into it the
+            descriptor starts: :func:`slot_of` by address, else a view starting inside one
+            of the call's tensors (implicit_gemm_frame's stride phases, x[:, :, a::U, b::V]),
+            whose offset the plan's key fixes (it holds the tensors' shapes and strides)."""
+            try:
+                return slot_of(t, by_address=True), 0
+            except _Unplannable:
+                inside = [slot for slot, c in enumerate(own) if c is not None and c.data_ptr()
+                          and c.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+                          and c.data_ptr() <= t.data_ptr() < c.data_ptr() + c.untyped_storage().nbytes()]
+                if len(inside) != 1:
+                    raise
+                return inside[0], t.data_ptr() - own[inside[0]].data_ptr()
+
+        self.steps = [_Step(compiled, grid, arguments, slot_of, descriptor_source)
+                      for compiled, grid, arguments in record.steps]
         self.outs = [None if t is None else (tuple(t.shape), t.stride(), t.dtype) for t in outs]
         self.device_index = torch._C._cuda_getDevice()  # part of the key: launches go to the current GPU
         self.weight_slot = weight_slot

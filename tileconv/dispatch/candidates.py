@@ -737,12 +737,14 @@ def depthwise_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None 
 
 def implicit_gemm_frame_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """implicit_gemm_frame tiles: the default, then the tiles of session 45's probe (H200,
-    benchmarks/probe_frame.py) that won or came within 5% of the best on a ResNet-50 row,
-    each where it fits the frame and shared memory (the default too: on frames wider than 128
-    columns, which the heuristics do not send here, its 256-row tile may not)."""
+    benchmarks/probe_frame.py) that won or came within 5% of the best on a ResNet-50 row, and
+    two with room for a stride's four phase frames (32-channel steps, or 64 rows), each where
+    it fits the frame and shared memory (the default too: on frames wider than 128 columns,
+    which the heuristics do not send here, its 256-row tile may not)."""
     configs = [default_config(problem, "implicit_gemm_frame")]
     for block_m, block_n, block_k, warps, stages in ((128, 64, 64, 4, 8), (128, 128, 64, 4, 6), (256, 64, 64, 8, 6),
-                                                     (128, 128, 32, 4, 8), (64, 128, 64, 4, 8)):
+                                                     (128, 128, 32, 4, 8), (64, 128, 64, 4, 8), (128, 128, 32, 4, 6),
+                                                     (64, 128, 64, 4, 6)):
         configs.append(LaunchConfig(block_m, block_n, block_k, 8, warps, stages))
     return list(dict.fromkeys(c for c in configs if frame_tiling_or_none(problem, c) is not None))
 

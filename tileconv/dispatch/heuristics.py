@@ -94,7 +94,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
     'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters: 'gemm_1x1_ws';
-    stride-1 filters whose frame fits the output's width (:func:`frame_pays`): 'implicit_gemm_frame';
+    filters whose frame fits the output's width (:func:`frame_pays`: stride 1, and stride 2 on outputs
+    at most 16 wide): 'implicit_gemm_frame';
     narrow outputs: 'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
     if problem.c_per_group == 1:
         # Measured on an H200 (2026-11-22, fp16 NHWC, batch 32): the 2D-tile depthwise
@@ -242,26 +243,42 @@ GEMM_1X1_WS_PINGPONG = LaunchConfig(block_m=128, block_n=128, block_k=64, num_wa
 # columns for 66) and on seed000 (K = 512: 193.5 against implicit_gemm_ws's 128x256 172.3).
 FRAME_MAX_WASTE = 1.15  # frame columns over the columns outputs read, at most
 FRAME_MAX_K = 256
+# At stride 2 (the stride's four phase frames a stage, each tap a view of one; H200, session 50,
+# benchmarks/probe_frame.py --stride 2, beside the dispatch's implicit_gemm_ws and cuDNN in one
+# run): ResNet-50's 3x3/2 rows at batch 32 on 64x128x64 tiles with 8 weight stages (the best of
+# ten tiles on each; 128-row tiles fit only with 32-channel steps, 25.6-32.4 us): c512 hw14 k512
+# 19.7 us against 24.2 (cuDNN 30.9), c256 hw28 k256 21.7 against 22.5 (25.5), c128 hw56 k128 25.0
+# against 24.9 (26.5). The phase frames pay where the output rows are short (the gathered tiles
+# span many of them), whatever K.
+FRAME_STRIDED_MAX_WIDTH = 16
 
 
 def frame_pays(problem: ConvProblem) -> bool:
     """Whether ``problem`` should run on ``implicit_gemm_frame``: the kernel can take it, its
-    frame wastes at most :data:`FRAME_MAX_WASTE` of its columns, K at most
-    :data:`FRAME_MAX_K` and C at least 64 (the rows it won; see the measurements above)."""
+    frame wastes at most :data:`FRAME_MAX_WASTE` of its columns, and at stride 1 K at most
+    :data:`FRAME_MAX_K` and C at least 64, at stride 2 outputs at most
+    :data:`FRAME_STRIDED_MAX_WIDTH` wide (the rows it won; see the measurements above)."""
     if implicit_gemm_frame_unsupported_reason(problem) is not None or problem.r * problem.s == 1:
         return False
     read, width = frame_columns(problem)
     fits = frame_tiling_or_none(problem, frame_config(problem)) is not None
+    if problem.stride != (1, 1):
+        return fits and width <= FRAME_MAX_WASTE * read and problem.out_w <= FRAME_STRIDED_MAX_WIDTH
     return fits and width <= FRAME_MAX_WASTE * read and problem.k <= FRAME_MAX_K and problem.c >= 64
 
 
 def frame_config(problem: ConvProblem) -> LaunchConfig:
     """implicit_gemm_frame's tile: 128 rows on 4 warps (256 on 8 where the frame is wider than
     128 columns), 64 output channels (8 weight stages) where K is at most 64, else 128 (6 stages),
-    64-channel steps where they divide C, else 32 (the probe's winners, above)."""
+    64-channel steps where they divide C, else 32 (the probe's winners, above); at a stride (its
+    phase frames take twice a stage's rows and more), 64 rows by 128 channels with 8 weight
+    stages."""
+    block_k = 64 if problem.c % 64 == 0 else 32
+    if problem.stride != (1, 1):
+        return LaunchConfig(64, 128, block_k, 8, 4, 8)
     block_m, warps = (256, 8) if frame_columns(problem)[1] > 128 else (128, 4)
     block_n, stages = (64, 8) if problem.k <= 64 else (128, 6)
-    return LaunchConfig(block_m, block_n, 64 if problem.c % 64 == 0 else 32, 8, warps, stages)
+    return LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
 
 
 def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig):

@@ -12,9 +12,10 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``implicit_gemm_ws`` (:mod:`.implicit_gemm_ws`): Hopper only (Gluon): the implicit GEMM
   warp-specialized, a loader warpgroup gathering tiles into a shared-memory ring for the
   MMA warps, one program an SM.
-- ``implicit_gemm_frame`` (:mod:`.implicit_gemm_frame`): Hopper only (Gluon): stride-1 dense
-  convolutions whose tiles are whole output rows; each channel block's input frame copied once
-  by TMA, every tap's A operand a shifted view of it read by wgmma from shared memory.
+- ``implicit_gemm_frame`` (:mod:`.implicit_gemm_frame`): Hopper only (Gluon): dense convolutions
+  whose tiles are whole output rows; each channel block's input frame (at stride 2, one frame
+  per stride phase) copied once by TMA, every tap's A operand a shifted view of one read by
+  wgmma from shared memory.
 - ``gemm_1x1_nchw`` (:mod:`.gemm_1x1_nchw`): 1x1 stride-1 NCHW convolutions as one GEMM
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
@@ -159,8 +160,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     ),
     "implicit_gemm_frame": Algorithm(
         "implicit_gemm_frame",
-        "Hopper stride-1 implicit GEMM (Gluon): each channel block's input frame copied once by TMA, "
-        "every tap's operand a shifted view of it",
+        "Hopper implicit GEMM (Gluon): each channel block's input frame (one a stride phase) copied once "
+        "by TMA, every tap's operand a shifted view of one",
         launch_implicit_gemm_frame,
         implicit_gemm_frame_unsupported_reason,
     ),

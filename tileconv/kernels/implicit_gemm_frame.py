@@ -1,5 +1,5 @@
-"""Dense stride-1 convolution on Hopper as an implicit GEMM whose A operand is read from one
-staged input frame by every filter tap (Gluon, warp-specialized).
+"""Dense convolution on Hopper as an implicit GEMM whose A operand is read from staged input
+frames by every filter tap (Gluon, warp-specialized).
 
 The gathering implicit GEMMs (:mod:`.implicit_gemm_ws`) bring a fresh A tile into the SM for
 each of the R*S taps: nine tiles through L2 for a 3x3 filter, where each SM takes operands in
@@ -8,7 +8,7 @@ sit at a third of the GEMM ceiling there, cuDNN's with them.
 
 Here a tile is ``TP`` whole output rows of one image in a frame ``FW`` pixels wide (FW the
 output width plus the filter's reach, rounded up to a power of two; BLOCK_M = TP * FW). Output
-(p0 + i, q) is the tile's row m = i*FW + q; its tap (r, s) reads input pixel
+(p0 + i, q) is the tile's row m = i*FW + q. At stride 1 its tap (r, s) reads input pixel
 (p0 - pad_h + i + r*dil_h, q - pad_w + s*dil_w), which is row m + r*dil_h*FW + s*dil_w of the
 *frame*: the input rows p0 - pad_h .. p0 - pad_h + TP + (R-1)*dil_h - 1, columns -pad_w ..
 FW - pad_w - 1, copied by TMA as [1, rows, FW, BLOCK_K] boxes of the NHWC input (the zero fill
@@ -19,14 +19,23 @@ row (H200, session 45: ``benchmarks/probe_wgmma_rows.py``, every start row right
 and thread-written frames). The frame's rows q >= Q of each output row are computed and never
 stored (the TMA store clips them); rows past the frame's end, read only by those, are slack.
 
-Per channel block of BLOCK_K: one frame into the SM and R*S weight tiles, against R*S A tiles
+**Strides.** At stride (U, V) tap (r, s) of output (p, q) reads input row (p + d)*U + a and
+column (q + e)*V + b (a, b the remainders of r*dil_h - pad_h and s*dil_w - pad_w by the stride,
+d, e the quotients): pixel (p + d, q + e) of the input's *phase* (a, b), its rows a::U and
+columns b::V. A stage holds a frame of each phase the taps read (four for a 3x3 filter at
+stride 2), copied through a descriptor over that phase's strided view, and each tap's A
+operand is again a shifted view of one of them. The launcher's :func:`.launch.frame_tiling`
+plans it all (the phases' rows, columns, boxes and places in the stage, each tap's view row)
+and hands the plan to the kernel as constexpr tuples; at stride 1 the one phase is the input.
+
+Per channel block of BLOCK_K: the frames into the SM and R*S weight tiles, against R*S A tiles
 and R*S weight tiles for the gathering kernels. Frames and weight tiles have rings of their own
 (``FSTAGES``, ``BSTAGES``): a one-warp loader (bulk copies only) fills both, the MMA warps
-wait for a frame, then for each tap's weight tile, keep one wgmma in flight and hand back
+wait for a frame stage, then for each tap's weight tile, keep one wgmma in flight and hand back
 each stage once the wgmma after it has been waited for. The epilogue (bias, activation) runs in
 the accumulator's layout and the tile leaves by TMA stores of a [1, TP, FW, 64] box of the NHWC
-output. Channels_last fp16 or bf16, groups 1, stride 1, any dilation and padding, C a multiple
-of BLOCK_K, K a multiple of 8, no residual.
+output. Channels_last fp16 or bf16, groups 1, strides whose taps read at most four phases (up
+to 2), any dilation and padding, C a multiple of BLOCK_K, K a multiple of 8, no residual.
 """
 
 from triton.experimental import gluon
@@ -43,33 +52,63 @@ from .common import epilogue_at, swizzle_tile
 from .implicit_gemm_ws import _column_halves
 
 
+@gluon.constexpr_function
+def _total(values):
+    return sum(values)
+
+
+@gluon.jit
+def _phase_boxes(x_desc, frames, first, bar, n, row, col, c0, ROWS: gl.constexpr, FW: gl.constexpr):
+    """One phase frame's copies: ROWS phase rows from phase row ``row`` and column ``col`` of
+    image ``n``'s phase, channels ``c0`` on, in boxes of the descriptor's rows, into the frame
+    stage's rows from ``first``."""
+    PIECE_ROWS: gl.constexpr = x_desc.block_type.shape[1]
+    for j in gl.static_range(ROWS // PIECE_ROWS):
+        box = frames.index(first + j * PIECE_ROWS * FW)._reinterpret(
+            x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
+        tma.async_copy_global_to_shared(x_desc, [n, row + j * PIECE_ROWS, col, c0], bar, box)
+
+
 @gluon.jit
 def _frame_loader(
-    x_desc, w_desc, frames, b_bufs, f_ready, f_empty, b_ready, b_empty,
-    num_m, num_n, tiles_p, C, pad_h, pad_w,
-    TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr, PIECES: gl.constexpr, PIECE_ROWS: gl.constexpr,
+    x_desc0, x_desc1, x_desc2, x_desc3, w_desc, frames, b_bufs, f_ready, f_empty, b_ready, b_empty,
+    num_m, num_n, tiles_p, C,
+    TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr,
+    PHASE_ROW: gl.constexpr, PHASE_COL: gl.constexpr, PHASE_ROWS: gl.constexpr, PHASE_BASE: gl.constexpr,
     TAPS: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
 ):
-    """For every tile and channel block of this program: the frame (PIECES boxes of PIECE_ROWS
-    input rows) into the next frame stage, then the R*S taps' weight tiles into the weight ring."""
+    """For every tile and channel block of this program: the frame of each stride phase (boxes
+    of a power of two phase rows) into the next frame stage, then the R*S taps' weight tiles
+    into the weight ring."""
     FSTAGES: gl.constexpr = f_ready.type.shape[0]
     BSTAGES: gl.constexpr = b_ready.type.shape[0]
-    f_bytes: gl.constexpr = PIECES * x_desc.block_type.nbytes
+    PHASES: gl.constexpr = len(PHASE_ROW)
+    f_bytes: gl.constexpr = _total(PHASE_ROWS) * FW * BLOCK_K * x_desc0.dtype.primitive_bitwidth // 8
     fit = 0
     bit = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         n = pid_m // tiles_p
-        ih0 = (pid_m % tiles_p) * TP - pad_h
+        p0 = (pid_m % tiles_p) * TP
         for c0 in range(0, C, BLOCK_K):
             fs = fit % FSTAGES
             mbarrier.wait(f_empty.index(fs), ((fit // FSTAGES) & 1) ^ 1)
             bar = f_ready.index(fs)
             mbarrier.expect(bar, f_bytes)
-            for j in gl.static_range(PIECES):
-                box = frames.index(fs * FROWS + j * PIECE_ROWS * FW)._reinterpret(
-                    x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
-                tma.async_copy_global_to_shared(x_desc, [n, ih0 + j * PIECE_ROWS, -pad_w, c0], bar, box)
+            for k in gl.static_range(PHASES):
+                first = fs * FROWS + PHASE_BASE[k]
+                if k == 0:
+                    _phase_boxes(x_desc0, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                                 gl.constexpr(PHASE_ROWS[k]), FW)
+                elif k == 1:
+                    _phase_boxes(x_desc1, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                                 gl.constexpr(PHASE_ROWS[k]), FW)
+                elif k == 2:
+                    _phase_boxes(x_desc2, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                                 gl.constexpr(PHASE_ROWS[k]), FW)
+                else:
+                    _phase_boxes(x_desc3, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                                 gl.constexpr(PHASE_ROWS[k]), FW)
             fit += 1
             for t in gl.static_range(TAPS):
                 bs = bit % BSTAGES
@@ -85,13 +124,13 @@ def _frame_mma(
     frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
     num_m, num_n, tiles_p, C, K, alpha, beta,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr,
-    R: gl.constexpr, S: gl.constexpr, DIL_H: gl.constexpr, DIL_W: gl.constexpr,
-    TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr,
+    TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr, TAP_ROWS: gl.constexpr,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     NUM_WARPS: gl.constexpr,
 ):
-    """Each tile: for each channel block, its frame and the R*S tap products (wgmma, A a view of
-    the frame from the tap's row, one in flight), then the epilogue and the TMA stores."""
+    """Each tile: for each channel block, its frames and the R*S tap products (wgmma, A a view of
+    the stage from the tap's row ``TAP_ROWS[t]``, one in flight), then the epilogue and the TMA
+    stores."""
     FSTAGES: gl.constexpr = f_ready.type.shape[0]
     BSTAGES: gl.constexpr = b_ready.type.shape[0]
     EPI_N: gl.constexpr = epi.type.shape[2]
@@ -112,22 +151,20 @@ def _frame_mma(
         for kb in range(C // BLOCK_K):
             fs = fit % FSTAGES
             mbarrier.wait(f_ready.index(fs), (fit // FSTAGES) & 1)
-            for r in gl.static_range(R):
-                for s in gl.static_range(S):
-                    bs = bit % BSTAGES
-                    mbarrier.wait(b_ready.index(bs), (bit // BSTAGES) & 1)
-                    view = frames.index(fs * FROWS + r * DIL_H * FW + s * DIL_W)._reinterpret(
-                        dtype, [BLOCK_M, BLOCK_K], a_layout)
-                    acc = warpgroup_mma(view, b_bufs.index(bs).permute((1, 0)), acc, is_async=True)
-                    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-                    # The wgmma before this one has finished: its weight stage is free, and its
-                    # frame too where it was the frame's last tap (this is a frame's first).
-                    if r * S + s == 0:
-                        mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES), pred=kb > 0)
-                        mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES), pred=kb > 0)
-                    else:
-                        mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
-                    bit += 1
+            for t in gl.static_range(len(TAP_ROWS)):
+                bs = bit % BSTAGES
+                mbarrier.wait(b_ready.index(bs), (bit // BSTAGES) & 1)
+                view = frames.index(fs * FROWS + TAP_ROWS[t])._reinterpret(dtype, [BLOCK_M, BLOCK_K], a_layout)
+                acc = warpgroup_mma(view, b_bufs.index(bs).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                # The wgmma before this one has finished: its weight stage is free, and its
+                # frame too where it was the frame's last tap (this is a frame's first).
+                if t == 0:
+                    mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES), pred=kb > 0)
+                    mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES), pred=kb > 0)
+                else:
+                    mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
+                bit += 1
             fit += 1
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
@@ -154,17 +191,20 @@ def _frame_mma(
 
 @gluon.jit
 def conv2d_frame_kernel(
-    x_desc,  # the NHWC input (N, H, W, C), block (1, PIECE_ROWS, FW, BLOCK_K)
+    x_desc0, x_desc1, x_desc2, x_desc3,  # the stride phases of the NHWC input (N, H, W, C) (rows a::U,
+                                         # columns b::V), block (1, box rows, FW, BLOCK_K); stand-ins past the phases
     w_desc,  # the weight as (K, R*S*C) ((r, s, c) order), block (BLOCK_N, BLOCK_K)
     out_desc,  # the NHWC output (N, P, Q, K), block (1, TP, FW, EPI_N)
     bias_ptr,  # bias [K] (read only if HAS_BIAS)
     num_m, num_n, tiles_p,  # M tiles (N * tiles_p), N tiles, tiles down an image's output rows
-    C, K, pad_h, pad_w, alpha, beta,
+    C, K, alpha, beta,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr,
-    R: gl.constexpr, S: gl.constexpr, DIL_H: gl.constexpr, DIL_W: gl.constexpr,
     TP: gl.constexpr, FW: gl.constexpr,  # output rows a tile, frame width (BLOCK_M = TP * FW)
-    FROWS: gl.constexpr,  # a frame stage's rows: (TP + (R-1)*DIL_H) * FW, plus slack for the last taps' views
-    PIECES: gl.constexpr, PIECE_ROWS: gl.constexpr,  # the frame's boxes, input rows each
+    FROWS: gl.constexpr,  # a frame stage's rows: the phases' rows times FW, plus slack for the last taps' views
+    PHASE_ROW: gl.constexpr, PHASE_COL: gl.constexpr,  # each phase frame's first phase row (past the tile's
+                                                       # first output row) and column (negative: padding)
+    PHASE_ROWS: gl.constexpr, PHASE_BASE: gl.constexpr,  # its phase rows, its first row in a stage
+    TAP_ROWS: gl.constexpr,  # each tap's A view: its first row in a stage ((r, s) order)
     SWIZZLE: gl.constexpr,  # the operands' shared-memory swizzle (bytes): BLOCK_K's row
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     FSTAGES: gl.constexpr, BSTAGES: gl.constexpr, NUM_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,
@@ -190,9 +230,9 @@ def conv2d_frame_kernel(
         mbarrier.init(b_empty.index(i), count=1)
     gl.warp_specialize([
         (_frame_mma, (frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
-                      num_m, num_n, tiles_p, C, K, alpha, beta, ACTIVATION, HAS_BIAS, R, S, DIL_H, DIL_W,
-                      TP, FW, FROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS)),
-        (_frame_loader, (x_desc, w_desc, frames, b_bufs, f_ready, f_empty, b_ready, b_empty,
-                         num_m, num_n, tiles_p, C, pad_h, pad_w, TP, FW, FROWS, PIECES, PIECE_ROWS,
-                         R * S, BLOCK_N, BLOCK_K, GROUP_M)),
+                      num_m, num_n, tiles_p, C, K, alpha, beta, ACTIVATION, HAS_BIAS,
+                      TP, FW, FROWS, TAP_ROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS)),
+        (_frame_loader, (x_desc0, x_desc1, x_desc2, x_desc3, w_desc, frames, b_bufs, f_ready, f_empty, b_ready,
+                         b_empty, num_m, num_n, tiles_p, C, TP, FW, FROWS, PHASE_ROW, PHASE_COL,
+                         PHASE_ROWS, PHASE_BASE, len(TAP_ROWS), BLOCK_N, BLOCK_K, GROUP_M)),
     ], [1], [LOADER_REGS])

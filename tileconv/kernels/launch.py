@@ -470,19 +470,43 @@ def launch_implicit_gemm_ws(
 
 
 @dataclass(frozen=True)
+class FramePhase:
+    """One of the stride's phase frames in an implicit_gemm_frame stage: input rows a::U and
+    columns b::V (all of it at stride 1), its phase rows from ``row`` past the tile's first output
+    row and its phase columns from ``col`` (negative: the padding, the copy engine's zero fill),
+    ``rows`` of them (the tile's rows plus its taps' reach) in boxes of ``piece`` rows (the
+    largest power of two dividing them and the tile's rows), stored from row ``base`` of the
+    stage, ``fw`` rows a phase row."""
+
+    a: int
+    b: int
+    row: int
+    col: int
+    rows: int
+    piece: int
+    base: int
+
+    @property
+    def pieces(self) -> int:
+        """The phase frame's boxes."""
+        return self.rows // self.piece
+
+
+@dataclass(frozen=True)
 class FrameTiling:
     """implicit_gemm_frame's tile (kernels/implicit_gemm_frame.py) for a problem and config:
-    ``fw`` frame columns (the output width plus the filter's reach, to a power of two), ``tp``
-    output rows a tile (block_m = tp * fw), ``frows`` rows a frame stage (its input rows times
-    fw, plus slack rows that only the never-stored columns' last taps read), the frame copied as
-    ``pieces`` boxes of ``piece_rows`` input rows (box shapes are powers of two), ``fstages``
-    frame stages (two of 64 channels, three of 32) beside ``config.num_stages`` weight stages."""
+    ``fw`` frame columns (the output width plus the filter's reach in its phase, to a power of
+    two), ``tp`` output rows a tile (block_m = tp * fw), the stride's ``phases``
+    (:class:`FramePhase`: one at stride 1) side by side in a stage of ``frows`` rows (their rows
+    times fw, plus slack rows that only the never-stored columns' last taps read); ``taps``: the
+    stage row at which each tap's (r, s order) A view starts; ``fstages`` frame stages (two of 64
+    channels, three of 32) beside ``config.num_stages`` weight stages."""
 
     fw: int
     tp: int
     frows: int
-    pieces: int
-    piece_rows: int
+    phases: tuple[FramePhase, ...]
+    taps: tuple[int, ...]
     fstages: int
 
     def shared_bytes(self, config: LaunchConfig, itemsize: int) -> int:
@@ -493,19 +517,50 @@ class FrameTiling:
 
 
 FRAME_EPI_N = 64  # the TMA-store epilogue's chunk: 64 channels (128 bytes of fp16)
+FRAME_MAX_PHASES = 4  # the kernel's phase descriptors: strides (2, 2) and under
+
+
+def _phase_reach(size: int, stride: int, dilation: int, pad: int) -> tuple[list[tuple[int, int]], dict[int, tuple[int, int]]]:
+    """One filter axis at a stride: for each filter index i, (phase, offset) with input index
+    (o + offset)*stride + phase for output index o (o*stride - pad + i*dilation); and for each
+    phase its taps' least and greatest offsets."""
+    taps = [divmod(i * dilation - pad, stride)[::-1] for i in range(size)]
+    reach: dict[int, tuple[int, int]] = {}
+    for phase, offset in taps:
+        low, high = reach.get(phase, (offset, offset))
+        reach[phase] = (min(low, offset), max(high, offset))
+    return taps, reach
 
 
 def frame_columns(problem: ConvProblem) -> tuple[int, int]:
-    """implicit_gemm_frame's frame for ``problem``: the input columns its outputs read (the
-    output width plus the filter's reach) and the frame's width, that to a power of two (at
-    least 8: a row group of the 128-byte swizzle)."""
-    read = problem.out_w + (problem.s - 1) * problem.dilation[1]
+    """implicit_gemm_frame's frame for ``problem``: the phase columns its outputs read (the
+    output width plus the filter's reach within a column phase, the widest phase's) and the
+    frame's width, that to a power of two (at least 8: a row group of the 128-byte swizzle)."""
+    _, reach = _phase_reach(problem.s, problem.stride[1], problem.dilation[1], problem.padding[1])
+    read = problem.out_w + max(high - low for low, high in reach.values())
     return read, pow2_at_least(max(8, read))
+
+
+def frame_phase_count(problem: ConvProblem) -> int:
+    """The phase frames implicit_gemm_frame stages for ``problem``: the row phases times the
+    column phases its taps read (1 at stride 1; 4 for a 3x3 filter at stride 2)."""
+    rows = _phase_reach(problem.r, problem.stride[0], problem.dilation[0], problem.padding[0])[1]
+    cols = _phase_reach(problem.s, problem.stride[1], problem.dilation[1], problem.padding[1])[1]
+    return len(rows) * len(cols)
 
 
 def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
     """:class:`FrameTiling` of ``config`` on ``problem``; a ValueError naming the field where the
-    kernel cannot take it."""
+    kernel cannot take it.
+
+    At stride (U, V), output (p, q)'s tap (r, s) reads input row p*U - pad_h + r*dil_h =
+    (p + d)*U + a (a in [0, U)) and column (q + e)*V + b: phase (a, b)'s pixel (p + d, q + e).
+    So each phase the taps read is staged as a frame of its own (phase rows p0 + d_min .. p0 + tp
+    - 1 + d_max, phase columns e_min .. e_min + fw - 1), and the tap's A view of output row m =
+    i*fw + q starts at the phase's base + (d - d_min)*fw + (e - e_min): a shifted view, as at
+    stride 1 (where the one phase is the input itself and d = r*dil_h - pad_h). A view's last
+    rows may run into the next phase's (or the slack): only outputs q >= Q read them (fw covers
+    Q plus the phase's column reach), which are computed and never stored."""
     fw = frame_columns(problem)[1]
     if config.block_m not in (64, 128, 256) or config.block_m < fw:
         raise ValueError(f"config block_m={config.block_m}: implicit_gemm_frame's tile is whole output rows of a "
@@ -517,12 +572,18 @@ def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
         raise ValueError(f"config {config}: implicit_gemm_frame takes block_n 64 or 128, 4 warps on 64 or 128 "
                          "rows, 8 on 256")
     tp = config.block_m // fw
-    reach_h = (problem.r - 1) * problem.dilation[0]
-    common = math.gcd(tp, reach_h)  # tp itself where the filter has one row (tp is a power of two)
-    piece = common & -common  # its largest power-of-two divisor: boxes of a power of two rows
-    reach_w = (problem.s - 1) * problem.dilation[1]
-    tiling = FrameTiling(fw, tp, (tp + reach_h) * fw + cdiv(reach_w, 8) * 8, (tp + reach_h) // piece, piece,
-                         2 if config.block_k == 64 else 3)
+    row_taps, row_reach = _phase_reach(problem.r, problem.stride[0], problem.dilation[0], problem.padding[0])
+    col_taps, col_reach = _phase_reach(problem.s, problem.stride[1], problem.dilation[1], problem.padding[1])
+    phases, base = {}, 0
+    for a, (d_low, d_high) in sorted(row_reach.items()):
+        common = math.gcd(tp, d_high - d_low)  # tp itself where the phase has no reach rows
+        for b, (e_low, _) in sorted(col_reach.items()):
+            phases[a, b] = FramePhase(a, b, d_low, e_low, tp + d_high - d_low, common & -common, base)
+            base += (tp + d_high - d_low) * fw
+    taps = tuple(phases[a, b].base + (d - row_reach[a][0]) * fw + e - col_reach[b][0]
+                 for a, d in row_taps for b, e in col_taps)
+    frows = max(base, cdiv(max(taps) + tp * fw, 8) * 8)  # (base is a multiple of 8 rows: fw is)
+    tiling = FrameTiling(fw, tp, frows, tuple(phases.values()), taps, 2 if config.block_k == 64 else 3)
     if tiling.shared_bytes(config, problem.itemsize) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE:
         raise ValueError(f"config {config}: implicit_gemm_frame's frames and weight ring need "
                          f"{tiling.shared_bytes(config, problem.itemsize) // 1024} KB of shared memory")
@@ -533,8 +594,11 @@ def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_implicit_gemm_frame` cannot run ``problem`` (None if it can)."""
     if (reason := _ws_machine_reason(problem)) is not None:
         return reason
-    if problem.groups != 1 or problem.stride != (1, 1):
-        return "its taps are shifted views of one frame: it needs groups=1 and stride 1"
+    if problem.groups != 1:
+        return "its taps are shifted views of the input's frames: it needs groups=1"
+    if frame_phase_count(problem) > FRAME_MAX_PHASES:
+        return (f"stride {problem.stride} with this filter reads {frame_phase_count(problem)} phase frames; it "
+                f"stages at most {FRAME_MAX_PHASES} (strides up to 2)")
     if problem.layout != "nhwc" or problem.itemsize != 2:
         return "its frames are bulk copies of 16-bit channels_last rows: it needs float16 or bfloat16, channels_last"
     if problem.epilogue.has_residual:
@@ -556,34 +620,42 @@ def launch_implicit_gemm_frame(
     config: LaunchConfig,
 ):
     """Run :func:`conv2d_frame_kernel`: one program an SM, a one-warp loader copying each tile's
-    input frame and its taps' weight tiles by TMA, ``config.num_warps`` MMA warps reading every
-    tap's A operand as a view of the frame (``config.num_stages`` weight stages, the frame
-    stages of :func:`frame_tiling`). An input or output that is not one dense channels_last
-    tensor (a sliced view) runs on the implicit GEMM instead (three stages of the same tile),
-    with the same result."""
+    input frames (one a stride phase: a descriptor over the input's rows a::U, columns b::V each)
+    and its taps' weight tiles by TMA, ``config.num_warps`` MMA warps reading every tap's A
+    operand as a view of a frame (``config.num_stages`` weight stages, the frame stages and the
+    taps' views of :func:`frame_tiling`). An input or output the copy engine cannot address (a
+    sliced view) runs on the implicit GEMM instead (three stages of the same tile), with the same
+    result."""
     if residual is not None:
         raise ValueError("implicit_gemm_frame adds no residual (its tiles leave by bulk tensor stores)")
     tiling = frame_tiling(problem, config)
     x4, out4 = x.permute(0, 2, 3, 1), out.permute(0, 2, 3, 1)
+    u, v = problem.stride
+    phase_views = [x4[:, phase.a::u, phase.b::v] for phase in tiling.phases]
     w2d = _ws_weight_matrix(problem, weight)
-    if not (describable(x4, problem.itemsize) and describable(out4, problem.itemsize) and out4.is_contiguous()
-            and describable(w2d, problem.itemsize)):
+    if not (all(describable(view, problem.itemsize) for view in phase_views)
+            and describable(out4, problem.itemsize) and out4.is_contiguous() and describable(w2d, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, replace(config, num_stages=3))
     swizzle = config.block_k * problem.itemsize
-    x_desc = GluonTensorDescriptor.from_tensor(x4, [1, tiling.piece_rows, tiling.fw, config.block_k],
-                                               gl.NVMMASharedLayout(swizzle, 16, rank=4))
+    x_layout = gl.NVMMASharedLayout(swizzle, 16, rank=4)
+    x_descs = [GluonTensorDescriptor.from_tensor(view, [1, phase.piece, tiling.fw, config.block_k], x_layout)
+               for view, phase in zip(phase_views, tiling.phases, strict=True)]
+    x_descs += x_descs[:1] * (FRAME_MAX_PHASES - len(x_descs))  # (stand-ins the kernel never reads)
     w_desc = _gluon_descriptor(w2d, [config.block_n, config.block_k], problem)
     out_desc = GluonTensorDescriptor.from_tensor(out4, [1, tiling.tp, tiling.fw, FRAME_EPI_N],
                                                  gl.NVMMASharedLayout(FRAME_EPI_N * problem.itemsize, 16, rank=4))
     tiles_p = cdiv(problem.out_h, tiling.tp)
     num_m, num_n = problem.n * tiles_p, cdiv(problem.k, config.block_n)
     activation = problem.epilogue.activation
+    phases = tiling.phases
     return launch(conv2d_frame_kernel, (min(num_m * num_n, sm_count(out.device)),),
-                  x_desc, w_desc, out_desc, bias if bias is not None else out, num_m, num_n, tiles_p,
-                  problem.c, problem.k, problem.padding[0], problem.padding[1], activation.alpha, activation.beta,
-                  ACTIVATION=activation.code, HAS_BIAS=bias is not None, R=problem.r, S=problem.s,
-                  DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], TP=tiling.tp, FW=tiling.fw,
-                  FROWS=tiling.frows, PIECES=tiling.pieces, PIECE_ROWS=tiling.piece_rows, SWIZZLE=swizzle,
+                  *x_descs, w_desc, out_desc, bias if bias is not None else out, num_m, num_n, tiles_p,
+                  problem.c, problem.k, activation.alpha, activation.beta,
+                  ACTIVATION=activation.code, HAS_BIAS=bias is not None, TP=tiling.tp, FW=tiling.fw,
+                  FROWS=tiling.frows,
+                  PHASE_ROW=tuple(ph.row for ph in phases), PHASE_COL=tuple(ph.col for ph in phases),
+                  PHASE_ROWS=tuple(ph.rows for ph in phases), PHASE_BASE=tuple(ph.base for ph in phases),
+                  TAP_ROWS=tiling.taps, SWIZZLE=swizzle,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   FSTAGES=tiling.fstages, BSTAGES=config.num_stages, NUM_WARPS=config.num_warps,
                   LOADER_REGS=WS_TMA_LOADER_REGS, num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])

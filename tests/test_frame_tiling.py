@@ -1,0 +1,101 @@
+"""implicit_gemm_frame's plan (``launch.frame_tiling``), checked without a GPU.
+
+The kernel (Gluon, Hopper only) runs on the GPU alone; what it computes is fixed by the plan the
+launcher hands it: which phase frames a stage holds (input rows a::U, columns b::V, from which
+phase row and column, how many rows, copied in which boxes, stored where), and where each tap's
+A view starts. Here that plan is replayed in float64 exactly as the kernel uses it -- the copy
+engine's zero fill outside each phase, slack rows poisoned with NaN, every tap's [BLOCK_M, C]
+view times its weight, only the rows q < Q of each output row stored -- and compared with
+F.conv2d, over strides, paddings (asymmetric too), dilations and filter shapes. A wrong offset
+or a view that reaches a stored output's rows past its frame fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import tileconv.kernels.launch as launch
+from tileconv import ConvProblem, LaunchConfig
+from tileconv.kernels.launch import (
+    FRAME_MAX_PHASES,
+    frame_phase_count,
+    frame_tiling,
+    implicit_gemm_frame_unsupported_reason,
+)
+
+
+def _replay(problem: ConvProblem, config: LaunchConfig, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """The NHWC output the frame kernel's plan computes for ``x`` (N, C, H, W) and ``w``."""
+    tiling = frame_tiling(problem, config)
+    u, v = problem.stride
+    x4 = x.permute(0, 2, 3, 1)
+    out = torch.full((problem.n, problem.out_h, problem.out_w, problem.k), float("nan"), dtype=torch.float64)
+    taps = [(r, s) for r in range(problem.r) for s in range(problem.s)]
+    for n in range(problem.n):
+        for p0 in range(0, problem.out_h, tiling.tp):
+            stage = torch.full((tiling.frows, problem.c), float("nan"), dtype=torch.float64)  # slack: garbage
+            for phase in tiling.phases:
+                view = x4[n, phase.a::u, phase.b::v]
+                frame = torch.zeros(phase.rows, tiling.fw, problem.c, dtype=torch.float64)  # the zero fill
+                rows = range(max(0, -(p0 + phase.row)), min(phase.rows, view.shape[0] - (p0 + phase.row)))
+                cols = range(max(0, -phase.col), min(tiling.fw, view.shape[1] - phase.col))
+                if len(rows) and len(cols):
+                    frame[rows.start:rows.stop, cols.start:cols.stop] = view[
+                        p0 + phase.row + rows.start:p0 + phase.row + rows.stop,
+                        phase.col + cols.start:phase.col + cols.stop]
+                stage[phase.base:phase.base + phase.rows * tiling.fw] = frame.reshape(-1, problem.c)
+            acc = torch.zeros(config.block_m, problem.k, dtype=torch.float64)
+            for (r, s), start in zip(taps, tiling.taps, strict=True):
+                acc += stage[start:start + config.block_m] @ w[:, :, r, s].T
+            acc = acc.reshape(tiling.tp, tiling.fw, problem.k)
+            rows = min(tiling.tp, problem.out_h - p0)
+            out[n, p0:p0 + rows] = acc[:rows, :problem.out_w]
+    return out
+
+
+CASES = [
+    # (n, c, h, w, k, r, s, stride, padding, dilation, padding_end, block_m)
+    (2, 32, 9, 14, 8, 3, 3, (1, 1), (1, 1), (1, 1), None, 128),  # stride 1: the one phase
+    (1, 32, 11, 10, 8, 5, 5, (1, 1), (4, 2), (2, 1), None, 64),
+    (2, 32, 13, 15, 8, 3, 3, (2, 2), (1, 1), (1, 1), None, 128),  # odd sizes: phases of unequal rows/columns
+    (1, 32, 12, 16, 8, 3, 3, (2, 2), (1, 1), (1, 1), None, 64),
+    (1, 32, 14, 14, 8, 3, 3, (2, 2), (2, 2), (2, 2), None, 64),  # every tap on even pixels: one phase
+    (1, 32, 15, 9, 8, 5, 3, (2, 1), (2, 1), (1, 1), None, 64),  # two row phases of reach 2 and 1
+    (1, 32, 10, 17, 8, 1, 4, (1, 2), (0, 1), (1, 1), None, 64),
+    (1, 32, 16, 16, 8, 2, 2, (2, 2), (0, 0), (1, 1), None, 64),  # patchify: four phases of one tap
+    (1, 32, 9, 12, 8, 3, 3, (2, 2), (1, 0), (1, 1), (0, 2), 64),  # asymmetric padding
+    (1, 32, 7, 7, 8, 4, 4, (2, 2), (2, 1), (1, 1), (1, 2), 64),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"c{i}" for i in range(len(CASES))])
+def test_frame_plan_computes_the_convolution(case):
+    n, c, h, w, k, r, s, stride, padding, dilation, padding_end, block_m = case
+    problem = ConvProblem(n, c, h, w, k, r, s, stride=stride, padding=padding, dilation=dilation,
+                          padding_end=padding_end)
+    config = LaunchConfig(block_m, 64, 32, 8, 4, 4)
+    tiling = frame_tiling(problem, config)
+    for phase in tiling.phases:  # boxes of a power of two rows, whole swizzle row groups a phase
+        assert phase.rows % phase.piece == 0 and phase.piece & (phase.piece - 1) == 0 and phase.piece <= 256
+        assert phase.base % 8 == 0
+    assert tiling.frows % 8 == 0 and max(tiling.taps) + block_m <= tiling.frows
+    assert len(tiling.phases) == frame_phase_count(problem) <= FRAME_MAX_PHASES
+    gen = torch.Generator().manual_seed(sum(case[:7]))
+    x = torch.randn(n, c, h, w, generator=gen, dtype=torch.float64)
+    wt = torch.randn(k, c, r, s, generator=gen, dtype=torch.float64)
+    pad_h, pad_w = padding
+    end_h, end_w = padding_end or padding
+    ref = F.conv2d(F.pad(x, (pad_w, end_w, pad_h, end_h)), wt, stride=stride, dilation=dilation)
+    got = _replay(problem, config, x, wt)
+    assert got.shape == ref.permute(0, 2, 3, 1).shape
+    torch.testing.assert_close(got, ref.permute(0, 2, 3, 1), rtol=1e-12, atol=1e-10)
+
+
+def test_frame_refuses_more_phases_than_it_stages(monkeypatch):
+    monkeypatch.setattr(launch, "_ws_machine_reason", lambda problem: None)  # answer as on a Hopper GPU
+    problem = ConvProblem(1, 32, 12, 12, 8, 3, 3, stride=(3, 3), padding=(1, 1))
+    assert frame_phase_count(problem) == 9
+    reason = implicit_gemm_frame_unsupported_reason(problem)
+    assert reason is not None and "phase frames" in reason
