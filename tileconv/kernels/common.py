@@ -200,11 +200,13 @@ def store_output_tile(
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    FOLD_RELU: tl.constexpr = False,  # see apply_activation
 ):
     """The fused epilogue shared by every forward kernel: + bias, + residual, activation
     (:func:`epilogue`), cast to the output dtype, one masked store."""
     acc = epilogue(acc, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, k_idx, mask_n,
-                   stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
+                   stride_rn, stride_rk, stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL,
+                   FOLD_RELU)
     mask_out = mask_m[:, None] & mask_n[None, :]
     out_offs = (n_idx * stride_on + p_idx * stride_op + q_idx * stride_oq)[:, None] + (
         k_idx * stride_ok
@@ -258,12 +260,13 @@ def epilogue(
     stride_rn, stride_rk, stride_rp, stride_rq,
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    FOLD_RELU: tl.constexpr = False,  # see apply_activation
 ):
     """activation(acc + bias + residual) on the fp32 tile: the epilogue's arithmetic, for
     kernels that store the tile their own way (:func:`store_output_tile` is the usual one)."""
     res_offs = (n_idx * stride_rn + p_idx * stride_rp + q_idx * stride_rq)[:, None] + (k_idx * stride_rk)[None, :]
     return epilogue_at(acc, bias_ptr, res_ptr, k_idx, mask_n, res_offs,
-                       mask_m[:, None] & mask_n[None, :], alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
+                       mask_m[:, None] & mask_n[None, :], alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, FOLD_RELU)
 
 
 @triton.jit
@@ -274,6 +277,7 @@ def epilogue_at(
     res_offs, mask,  # [BLOCK_M, BLOCK_N] residual offsets and the elements that exist
     alpha, beta,
     ACTIVATION: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_RESIDUAL: tl.constexpr,
+    FOLD_RELU: tl.constexpr = False,  # see apply_activation
 ):
     """:func:`epilogue` for tiles whose columns are not output channels alone (the dense
     Toeplitz kernel's columns are (output column, output channel) pairs): the caller gives
@@ -282,7 +286,7 @@ def epilogue_at(
         acc += load_bias(bias_ptr, k_idx, mask_k, HAS_BIAS)
     if HAS_RESIDUAL:
         acc += tl.load(res_ptr + res_offs, mask=mask, other=0.0).to(tl.float32)
-    return apply_activation(acc, ACTIVATION, alpha, beta)
+    return apply_activation(acc, ACTIVATION, alpha, beta, FOLD_RELU)
 
 
 @gluon.jit

@@ -71,6 +71,7 @@ def conv2d_depthwise_kernel(
     # unrolled, so their loads are independent instructions the compiler can issue together
     # rather than one tap's latency after another's (see kernels.launch.unrolled_taps).
     UNROLL_R: tl.constexpr = 0, UNROLL_S: tl.constexpr = 0,
+    FOLD_RELU: tl.constexpr = False,  # ReLU folded into the output's conversion (common.apply_activation)
 ):
     pid_pixels = tl.program_id(0)
     pid_c = tl.program_id(1)
@@ -116,5 +117,5 @@ def conv2d_depthwise_kernel(
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m, k_idx, mask_k,
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-        alpha, beta, ACTIVATION, HAS_BIAS and UNROLL_R == 0, HAS_RESIDUAL,
+        alpha, beta, ACTIVATION, HAS_BIAS and UNROLL_R == 0, HAS_RESIDUAL, FOLD_RELU,
     )

@@ -1005,10 +1005,14 @@ def launch_depthwise(
     )
     unrolled = unrolled_taps(problem, block_p * block_q * config.block_n, config.num_warps)
     cap = DEPTHWISE_UNROLLED_MAX_REGS if unrolled["UNROLL_R"] > 0 and config.num_warps >= 4 else None
+    # ReLU folded into the fp16/bf16 conversion where the output is channels_last (H200, session 50:
+    # the stride-2 3x3 rows' bias + ReLU cost; NCHW tiles keep the select, on which ptxas does not
+    # fall to 64 registers and spill: see common.apply_activation).
+    fold_relu = problem.layout == "nhwc" and problem.itemsize == 2
     return launch(conv2d_depthwise_kernel, grid,
         *args, problem.k, *geometry, **constexprs,
         MULTIPLIER=problem.k // problem.c,
-        BLOCK_P=block_p, BLOCK_Q=block_q, BLOCK_C=config.block_n, **unrolled,
+        BLOCK_P=block_p, BLOCK_Q=block_q, BLOCK_C=config.block_n, **unrolled, FOLD_RELU=fold_relu,
         num_warps=config.num_warps, num_stages=config.num_stages,
         **({"maxnreg": cap} if cap else {}),
     )
