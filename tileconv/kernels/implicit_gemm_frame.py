@@ -54,6 +54,7 @@ from .implicit_gemm_ws import _column_halves
 
 @gluon.constexpr_function
 def _total(values):
+    """The sum of a constexpr tuple (the phases' rows: a stage's bytes)."""
     return sum(values)
 
 
@@ -95,7 +96,7 @@ def _frame_loader(
             mbarrier.wait(f_empty.index(fs), ((fit // FSTAGES) & 1) ^ 1)
             bar = f_ready.index(fs)
             mbarrier.expect(bar, f_bytes)
-            for k in gl.static_range(PHASES):
+            for k in gl.static_range(PHASES):  # (k is a compile-time index: one branch compiled a phase)
                 first = fs * FROWS + PHASE_BASE[k]
                 if k == 0:
                     _phase_boxes(x_desc0, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
