@@ -340,6 +340,11 @@ class _Unplannable(Exception):
     pass
 
 
+def _extent(t: torch.Tensor) -> int:
+    """The bytes from a non-empty tensor's first element to just past its last."""
+    return t.element_size() * (1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)))
+
+
 class CallPlan:
     """The launches of one recorded call, replayed for a later call with the same key:
     allocate the outputs like the recorded ones, derive the weight's copies as the
@@ -407,9 +412,9 @@ class CallPlan:
             try:
                 return slot_of(t, by_address=True), 0
             except _Unplannable:
-                inside = [slot for slot, c in enumerate(own) if c is not None and c.data_ptr()
+                inside = [slot for slot, c in enumerate(own) if c is not None and c.numel()
                           and c.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
-                          and c.data_ptr() <= t.data_ptr() < c.data_ptr() + c.untyped_storage().nbytes()]
+                          and 0 <= t.data_ptr() - c.data_ptr() < _extent(c)]
                 if len(inside) != 1:
                     raise
                 return inside[0], t.data_ptr() - own[inside[0]].data_ptr()

@@ -261,10 +261,11 @@ def frame_pays(problem: ConvProblem) -> bool:
     if implicit_gemm_frame_unsupported_reason(problem) is not None or problem.r * problem.s == 1:
         return False
     read, width = frame_columns(problem)
-    fits = frame_tiling_or_none(problem, frame_config(problem)) is not None
+    if width > FRAME_MAX_WASTE * read or frame_tiling_or_none(problem, frame_config(problem)) is None:
+        return False
     if problem.stride != (1, 1):
-        return fits and width <= FRAME_MAX_WASTE * read and problem.out_w <= FRAME_STRIDED_MAX_WIDTH
-    return fits and width <= FRAME_MAX_WASTE * read and problem.k <= FRAME_MAX_K and problem.c >= 64
+        return problem.out_w <= FRAME_STRIDED_MAX_WIDTH
+    return problem.k <= FRAME_MAX_K and problem.c >= 64
 
 
 def frame_config(problem: ConvProblem) -> LaunchConfig:

@@ -14,7 +14,7 @@ vector loads); in NCHW the BLOCK_Q pixels of a row are.
 import triton
 import triton.language as tl
 
-from .common import store_output_tile
+from .common import load_bias, store_output_tile
 
 
 @triton.jit
@@ -105,7 +105,7 @@ def conv2d_depthwise_kernel(
         # read first, that variant compiles as the plain one does (offline sm_90: 23 of its 28 loads
         # ahead of the first FFMA, 124-125 registers).
         if HAS_BIAS:
-            acc += tl.load(bias_ptr + k_idx, mask=mask_k, other=0.0).to(tl.float32)[None, :]
+            acc += load_bias(bias_ptr, k_idx, mask_k, HAS_BIAS)
         for r in tl.static_range(UNROLL_R):
             acc = _depthwise_row(acc, x_img, x_chan, w_chan, ih0, iw0, mask_m, mask_k, H, W, r, S,
                                  dil_h, dil_w, stride_xh, stride_xw, stride_wr, stride_ws, UNROLL_S)

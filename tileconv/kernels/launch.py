@@ -476,7 +476,7 @@ class FramePhase:
     row and its phase columns from ``col`` (negative: the padding, the copy engine's zero fill),
     ``rows`` of them (the tile's rows plus its taps' reach) in boxes of ``piece`` rows (the
     largest power of two dividing them and the tile's rows), stored from row ``base`` of the
-    stage, ``fw`` rows a phase row."""
+    stage, the frame's width (:func:`frame_columns`) of stage rows a phase row."""
 
     a: int
     b: int
@@ -485,11 +485,6 @@ class FramePhase:
     rows: int
     piece: int
     base: int
-
-    @property
-    def pieces(self) -> int:
-        """The phase frame's boxes."""
-        return self.rows // self.piece
 
 
 @dataclass(frozen=True)
@@ -596,9 +591,9 @@ def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
         return reason
     if problem.groups != 1:
         return "its taps are shifted views of the input's frames: it needs groups=1"
-    if frame_phase_count(problem) > FRAME_MAX_PHASES:
-        return (f"stride {problem.stride} with this filter reads {frame_phase_count(problem)} phase frames; it "
-                f"stages at most {FRAME_MAX_PHASES} (strides up to 2)")
+    if (phases := frame_phase_count(problem)) > FRAME_MAX_PHASES:
+        return (f"stride {problem.stride} with this filter reads {phases} phase frames; it stages at most "
+                f"{FRAME_MAX_PHASES} (strides up to 2)")
     if problem.layout != "nhwc" or problem.itemsize != 2:
         return "its frames are bulk copies of 16-bit channels_last rows: it needs float16 or bfloat16, channels_last"
     if problem.epilogue.has_residual:
