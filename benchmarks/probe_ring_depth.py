@@ -13,7 +13,8 @@ one-chunk tiles, since fixed).
 
 ``--configs 192x128s4,64x128s8``: other tiles instead of the list below (``BMxBNsSTAGES``, and
 ``wN`` for N MMA warps: ``128x256s4w8``; session 38's 192-row tiles, three MMA warpgroups of 64
-rows each: ``launch.ws_slices``). ``--rows c1024,c512 hw28``: the rows whose names contain one of
+rows each: ``launch.ws_slices``; a trailing ``p`` for ping-pong, ``r`` for the held weight slice
+of session 51: ``128x128s4r``, ``128x128s4pr``). ``--strided``: the stride-2 1x1 rows too. ``--rows c1024,c512 hw28``: the rows whose names contain one of
 these. Every output is checked against the float64 reference (``tileconv.reference``), also with
 ``bias_add_relu`` (a bias, a residual: the pointer-store epilogue) for every tile.
 
@@ -33,10 +34,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from tileconv._runtime import sm_count  # noqa: E402
 from tileconv.bench.suites import get_suite  # noqa: E402
 from tileconv.bench.timing import bench_us  # noqa: E402
 from tileconv.kernels import LaunchConfig  # noqa: E402
-from tileconv.kernels.launch import launch_gemm_1x1_ws  # noqa: E402
+from tileconv.kernels.launch import launch_gemm_1x1_ws, resident_unsupported_reason, ws_slices  # noqa: E402
 from tileconv.reference import conv2d_reference  # noqa: E402
 from tileconv.testing import compare, random_inputs, tolerance  # noqa: E402
 
@@ -46,17 +48,24 @@ CONFIGS = [(64, 128, 4, 5), (64, 128, 4, 8), (128, 128, 4, 4), (128, 128, 4, 6),
 
 
 def _label(config: LaunchConfig) -> str:
-    return f"{config.block_m}x{config.block_n} s{config.num_stages}" + (f" w{config.num_warps}" if config.num_warps != 4 else "")
+    return (f"{config.block_m}x{config.block_n} s{config.num_stages}"
+            + (f" w{config.num_warps}" if config.num_warps != 4 else "") + (" pp" if config.pingpong else "")
+            + (" r" if config.resident else ""))
 
 
-def _parse_configs(text: str) -> list[tuple[int, int, int, int]]:
-    """``BMxBNsST[wNW]`` items, comma-separated -> (block_m, block_n, num_warps, stages)."""
+def _parse_configs(text: str) -> list[tuple[int, ...]]:
+    """``BMxBNsST[wNW][p][r]`` items, comma-separated -> (block_m, block_n, num_warps, stages,
+    pingpong, resident)."""
     configs = []
     for item in text.split(","):
+        resident = item.endswith("r")
+        item = item.removesuffix("r")
+        pingpong = item.endswith("p")
+        item = item.removesuffix("p")
         tile, _, rest = item.partition("s")
         stages, _, warps = rest.partition("w")
         block_m, block_n = (int(v) for v in tile.split("x"))
-        configs.append((block_m, block_n, int(warps or 4), int(stages)))
+        configs.append((block_m, block_n, int(warps or 4), int(stages), int(pingpong), int(resident)))
     return configs
 
 
@@ -69,7 +78,7 @@ def _check(problem, inputs, config, epilogue_problem, epilogue_inputs) -> dict:
             memory_format=torch.channels_last)
         launch_gemm_1x1_ws(prob, inp.x, inp.weight, inp.bias, inp.residual, out, config)
         torch.cuda.synchronize()
-        ref = conv2d_reference(inp.x, inp.weight, inp.bias, activation=prob.epilogue.activation,
+        ref = conv2d_reference(inp.x, inp.weight, inp.bias, prob.stride, activation=prob.epilogue.activation,
                                residual=inp.residual, device="cuda")
         comparison = compare(out, ref, tolerance(prob))
         result[key] = comparison.rel_err
@@ -84,9 +93,10 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--configs", help="BMxBNsST[wNW],... (default: the list in this file)")
     p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
+    p.add_argument("--strided", action="store_true", help="the stride-2 1x1 rows too")
     args = p.parse_args()
-    tiles = _parse_configs(args.configs) if args.configs else CONFIGS
-    cases = [c for c in get_suite("resnet50") if c.r == 1 and c.stride == 1
+    tiles = _parse_configs(args.configs) if args.configs else [(*t, 0, 0) for t in CONFIGS]
+    cases = [c for c in get_suite("resnet50") if c.r == 1 and (c.stride == 1 or args.strided)
              and (not args.rows or any(part in c.name for part in args.rows.split(",")))]
     rows = []
     for case in cases:
@@ -98,8 +108,10 @@ def main():
         out = torch.empty(problem.output_shape, device="cuda", dtype=torch.float16).contiguous(
             memory_format=torch.channels_last)
         configs = [LaunchConfig(block_m=m, block_n=min(n, max(64, problem.k)), block_k=64, num_warps=nw,
-                                num_stages=st) for m, n, nw, st in tiles]
-        configs = list(dict.fromkeys(configs))
+                                num_stages=st, pingpong=pp, resident=res) for m, n, nw, st, pp, res in tiles]
+        configs = [c for c in dict.fromkeys(configs)
+                   if (not c.resident or resident_unsupported_reason(problem, c, sm_count(x.device)) is None)
+                   and (ws_slices(c) == 1 or case.stride == 1)]
         row = {"name": case.name, "cudnn_us": [], "configs": {}}
         for config in configs:
             row["configs"][_label(config)] = {**_check(problem, inputs, config, epilogue_problem, epilogue_inputs),

@@ -294,6 +294,7 @@ CASES = [
     ("grouped_halo", "resnext g32 c128 hw56/1"),  # Gluon: staged frame rows by cp.async, taps by mma.sync
     ("grouped_halo", "resnext g32 c256 hw56/2"),  # stride 2: four phase frames staged
     ("im2row", "r50 stem 7x7/2"),
+    ("im2row_ws", "r50 stem 7x7/2"),  # Gluon: the same copy, then implicit_gemm_ws holding its weight
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
     ("gemm_1x1_nchw", "r50 c64 hw56 k64 1x1/1"),
     ("tma_rows", "vae c512 hw128 k512"),
@@ -364,6 +365,7 @@ def main() -> int:
         return 2
     # A copy, then the kernel of interest: im2row's and staged_nhwc's GEMM, the banded kernel.
     main_kernel = {"im2row": "conv2d_implicit_gemm_kernel", "staged_nhwc": "conv2d_implicit_gemm_kernel",
+                   "im2row_ws": "conv2d_implicit_gemm_ws_kernel",
                    "depthwise_toeplitz": "conv2d_depthwise_toeplitz_kernel",
                    "dense_toeplitz": "conv2d_dense_toeplitz_kernel"}
     rows = [inspect(algorithm, case, which=main_kernel.get(algorithm)) for algorithm, case in CASES]

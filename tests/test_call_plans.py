@@ -423,7 +423,7 @@ def _aten_ops(call) -> set[str]:
 @pytest.mark.gpu
 @pytest.mark.parametrize("algo, groups, k", [("implicit_gemm", 1, 32), ("gemm_1x1", 1, 32), ("grouped_gemm", 8, 32), ("grouped_halo", 8, 32),
                                              ("depthwise", 32, 32), ("direct", 1, 32), ("split_k", 1, 32),
-                                             ("im2row", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
+                                             ("im2row", 1, 32), ("im2row_ws", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
                                              ("tma_rows", 1, 32), ("dense_toeplitz", 1, 32), ("depthwise_rows", 32, 32),
                                              ("depthwise_plane", 32, 32), ("depthwise_halo", 32, 32),
                                              ("depthwise_window", 32, 32), ("direct_rows", 1, 8)])
@@ -436,7 +436,7 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     from tileconv.kernels import LaunchConfig
 
     r = 1 if algo.startswith("gemm_1x1") else 5 if algo == "depthwise_plane" else 3
-    c = 3 if algo in ("im2row", "dense_toeplitz", "direct_rows") else 32  # few channels: im2row unrolls 3 x 3 into 16
+    c = 3 if algo in ("im2row", "im2row_ws", "dense_toeplitz", "direct_rows") else 32  # few channels: im2row unrolls 3 x 3 into 16
     size = 7 if algo == "depthwise_plane" else 10  # depthwise_plane maps planes of at most 64 pixels
     dtype = torch.float32 if algo == "direct_rows" else torch.float16  # direct_rows is the float32 kernel
     x = torch.randn(2, c, size, size, device="cuda", dtype=dtype)

@@ -85,6 +85,7 @@ class Case:
             cfg = self.config
             parts.append(f"cfg{cfg.block_m}.{cfg.block_n}.{cfg.block_k}.{cfg.group_m}" + ("f" if cfg.fuse_sc else "")
                          + ("p" if cfg.persistent else "") + ("pp" if cfg.pingpong else "")
+                         + ("r" if cfg.resident else "")
                          + (f"k{cfg.split_k}" if cfg.split_k > 1 else ""))
         return "-".join(parts)
 
@@ -516,6 +517,21 @@ CONFIG_CASES = [
          algo="gemm_1x1_ws", config=LaunchConfig(192, 128, 64, 8, 4, 4)),
     Case(32, 128, 28, 28, 128, 1, 1, dtype="fp16", layout="nhwc", bias=True,
          algo="gemm_1x1_ws", config=LaunchConfig(192, 64, 64, 8, 4, 6)),
+    # gemm_1x1_ws holding each program's weight slice (resident): C = 40 in one zero-filled
+    # 64-channel chunk, M and K tails (K = 136: two slices, the second clipped), the whole
+    # epilogue; ResNet-50's c512 hw28 k256 at batch 32 (8 chunks, 392 tiles: three a program, the
+    # held slice reused), the TMA-store epilogue, bf16; strided box tiles in ping-pong (K = 320,
+    # three slices: 132 programs cut to 129); TF32 stepping 64 channels; 192-row slices.
+    Case(2, 40, 9, 11, 136, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
+         algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4, resident=1)),
+    Case(32, 512, 28, 28, 256, 1, 1, dtype="bf16", layout="nhwc", bias=True, activation="relu",
+         algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4, resident=1)),
+    Case(16, 32, 64, 64, 320, 1, 1, stride=2, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="gemm_1x1_ws", config=LaunchConfig(128, 128, 64, 8, 4, 4, pingpong=1, resident=1)),
+    Case(4, 96, 14, 14, 200, 1, 1, dtype="tf32", layout="nhwc", bias=True,
+         algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 64, 8, 4, 4, resident=1)),
+    Case(32, 128, 28, 28, 128, 1, 1, dtype="fp16", layout="nhwc", bias=True,
+         algo="gemm_1x1_ws", config=LaunchConfig(192, 64, 64, 8, 4, 6, resident=1)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,
@@ -608,6 +624,22 @@ CONFIG_CASES = [
          algo="im2row", config=LaunchConfig(16, 16, 16, 2, 4, 2)),
     Case(2, 4, 5, 7, 20, 1, 3, stride=(1, 2), padding=(0, 1), dtype="bf16", layout="nhwc", activation="silu",
          algo="im2row", config=LaunchConfig(64, 32, 16, 8, 4, 1)),
+    # im2row_ws (Gluon, Hopper only: skipped under the interpreter): the same copy, then
+    # implicit_gemm_ws with the whole unrolled weight held (7 chunks of 32 channels), the stem
+    # at batch 3 (1176 tiles of 256 rows, several a program), bias + ReLU, the TMA-store
+    # epilogue; K = 80 in two held slices of 64 (the grid cut to a multiple of 2), bf16, a
+    # residual (pointer stores), dilated columns; 9 x 3 = 27 -> 32 channels with the weight in
+    # the ring, NCHW input, M tail.
+    Case(3, 3, 224, 224, 64, 7, 7, stride=2, padding=3, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="im2row_ws", config=LaunchConfig(256, 64, 32, 8, 8, 8, resident=1)),
+    Case(2, 5, 23, 19, 80, 3, 5, stride=(2, 1), padding=(1, 4), dilation=(1, 2), dtype="bf16", layout="nhwc",
+         residual=True, activation="silu", algo="im2row_ws", config=LaunchConfig(128, 64, 32, 8, 4, 6, resident=1)),
+    Case(2, 9, 15, 14, 24, 3, 3, padding=1, dtype="fp16", layout="nchw", bias=True,
+         algo="im2row_ws", config=LaunchConfig(64, 64, 32, 8, 4, 4)),
+    # implicit_gemm_ws holding each program's weight slice: 3x3 over C = 64 (18 chunks of 32), K = 96
+    # in slices of 64 (the last half empty), ping-pong, a residual.
+    Case(2, 64, 14, 14, 96, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="implicit_gemm_ws", config=LaunchConfig(128, 64, 32, 8, 4, 4, pingpong=1, resident=1)),
     # gemm_1x1_nchw: one GEMM per image over its pixels. fp16, C = 20 in 16-wide steps (a
     # channel tail), K = 24 over 16-wide tiles, 35 pixels over 32-pixel tiles (tails
     # everywhere), bias, residual, relu; strict fp32, 36 pixels in one 64-pixel tile, C = 40
@@ -1245,6 +1277,32 @@ def test_ws_row_slices_reject_what_they_cannot_run(config: LaunchConfig, stride:
     out = torch.full(problem.output_shape, 7.0, dtype=torch.float16).to(memory_format=torch.channels_last)
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         launch_gemm_1x1_ws(problem, x, torch.empty(problem.weight_shape, dtype=torch.float16), None, None, out, config)
+    assert bool((out == 7.0).all())
+
+
+@pytest.mark.parametrize("channels, config, algorithm, fragment", [
+    # 4 slices of 8 channels against the 3 SMs the interpreter's device counts
+    (16, LaunchConfig(64, 8, 64, 8, 4, 4, resident=1), "gemm_1x1_ws", "4 weight slices of 8 channels outnumber"),
+    # 128 x 1024 channels (256 KB) beside four A stages
+    (1024, LaunchConfig(128, 128, 64, 8, 4, 4, resident=1), "gemm_1x1_ws", "more than a block has"),
+    (16, LaunchConfig(64, 8, 16, 8, 4, 4, resident=1), "implicit_gemm_ws", "4 weight slices of 8 channels outnumber"),
+    (16, LaunchConfig(64, 32, 16, 8, 4, 4, resident=1), "gemm_1x1", "holds no weight slice"),
+])
+def test_resident_weight_slices_reject_what_they_cannot_hold(channels: int, config: LaunchConfig, algorithm: str,
+                                                              fragment: str):
+    """The warp-specialized kernels hold a program's weight slice only where every program can have
+    one (no more slices than SMs) and it fits beside the ring; gemm_1x1 holds none. The launcher says
+    so, naming the setting, before it touches a tensor (so this runs on any machine)."""
+    from tileconv.kernels import launch
+
+    problem = problem_from_arguments(
+        torch.empty(2, channels, 8, 8, dtype=torch.float16).to(memory_format=torch.channels_last),
+        torch.empty(32, channels, 1, 1, dtype=torch.float16))
+    x = torch.empty(problem.input_shape, dtype=torch.float16).to(memory_format=torch.channels_last)
+    out = torch.full(problem.output_shape, 7.0, dtype=torch.float16).to(memory_format=torch.channels_last)
+    with pytest.raises(ValueError, match=f"resident=1: .*{fragment}"):
+        getattr(launch, f"launch_{algorithm}")(problem, x, torch.empty(problem.weight_shape, dtype=torch.float16),
+                                               None, None, out, config)
     assert bool((out == 7.0).all())
 
 

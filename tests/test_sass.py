@@ -53,6 +53,9 @@ def test_fast_paths_use_hopper_instructions():
         if algorithm == "implicit_gemm_frame":  # frames and weights by TMA only, wgmma, TMA stores
             assert row["HGMMA"] > 0 and row["UTMALDG"] > 0 and row["LDGSTS"] == 0, where
             assert row["UTMASTG"] > 0 and row["STG"] == 0, "the epilogue does not store by TMA: " + where
+        if algorithm == "im2row_ws":  # the ws kernel over the copy: cp.async gathers, the held weight by TMA
+            assert row["HGMMA"] > 0 and row["LDGSTS.128"] > 0 and row["UTMALDG"] > 0, where
+            assert row["UTMASTG"] > 0 and row["STG"] == 0, "the epilogue does not store by TMA: " + where
         if algorithm == "implicit_gemm_ws":  # loader warps: cp.async gathers and the weight by TMA; wgmma
             assert row["HGMMA"] > 0 and row["LDGSTS.128"] > 0 and row["UTMALDG"] > 0, where
         if algorithm in ("gemm_1x1_ws", "implicit_gemm_ws"):

@@ -49,6 +49,7 @@ from ..kernels.launch import (
     halo_tiling,
     image_fits,
     plane_sizes,
+    resident_unsupported_reason,
     toeplitz_reach,
     window_strips,
 )
@@ -192,11 +193,11 @@ class DeviceLimits:
 
 # --------------------------------------------------------------------- the GEMMs
 def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
-    """The problem whose GEMM ``algorithm`` runs: grouped_gemm merges groups, im2row unrolls
+    """The problem whose GEMM ``algorithm`` runs: grouped_gemm merges groups, im2row (and im2row_ws) unrolls
     the filter columns into channels."""
     if algorithm == "grouped_gemm":
         return replace(problem, groups=problem.groups // group_pack_factor(problem))
-    if algorithm == "im2row":
+    if algorithm in ("im2row", "im2row_ws"):
         return problem.columns_as_channels()
     if algorithm == "staged_nhwc":
         return problem.staged_channels_last()
@@ -211,7 +212,7 @@ def reduction_slice(problem: ConvProblem, config: LaunchConfig) -> int:
 
 def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
     """Bytes of the operand ring: num_stages copies of an A (BM x BK) and a B (BK x BN) tile."""
-    return config.ring_bytes(problem.itemsize)
+    return config.ring_bytes(problem.itemsize, channels=problem.r * problem.s * problem.c)
 
 
 def _fit_stages(config: LaunchConfig, shared_bytes: Callable[[LaunchConfig], int], budget: int) -> LaunchConfig | None:
@@ -349,6 +350,33 @@ def _is_tf32_deep(problem: ConvProblem, config: LaunchConfig) -> bool:
     """Whether ``config`` is one of :data:`_GEMM_BASE_TF32_DEEP`'s tiles, as measured, on a TF32 problem."""
     shape = (config.block_m, config.block_n, config.block_k, config.num_warps, config.num_stages)
     return problem.uses_tf32 and shape in _GEMM_BASE_TF32_DEEP
+
+
+# im2row_ws (block_m, block_n, num_warps, num_stages, resident) over the unrolled problem, after the
+# heuristics' tile (heuristics.IM2ROW_WS_CONFIG: see the figures there): the other held tiles, then
+# implicit_gemm_ws's own with the weight in the ring.
+_IM2ROW_WS_BASE: tuple[tuple[int, int, int, int, int], ...] = (
+    (128, 64, 4, 8, 1), (128, 64, 4, 12, 1), (256, 128, 8, 6, 1), (128, 128, 4, 8, 1), (256, 64, 8, 6, 0),
+    (128, 64, 4, 8, 0),
+)
+
+
+def im2row_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """implicit_gemm_ws's configs for the unrolled problem (``block_n`` no wider than K, at least
+    64), the held-weight ones kept where the weight fits beside the ring (stages dropped to make
+    room, else left out: :func:`~tileconv.kernels.launch.resident_unsupported_reason`)."""
+    limits = limits or DeviceLimits()
+    unrolled = problem.columns_as_channels()
+    start = default_config(problem, "im2row_ws")
+    fitted = [start]
+    for block_m, block_n, num_warps, stages, resident in _IM2ROW_WS_BASE:
+        config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(unrolled.k, 64)),
+                         num_warps=num_warps, num_stages=stages, resident=resident, pingpong=0)
+        config = _fit_stages(config, lambda c: implicit_gemm_shared_memory(unrolled, c), limits.bulk_copy_budget)
+        if config is not None and (not config.resident
+                                   or resident_unsupported_reason(unrolled, config, limits.num_sms) is None):
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
 
 
 def grouped_gemm_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
@@ -782,6 +810,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "grouped_halo": grouped_halo_candidates,
     "implicit_gemm_frame": implicit_gemm_frame_candidates,
     "im2row": im2row_candidates,
+    "im2row_ws": im2row_ws_candidates,
     "staged_nhwc": staged_nhwc_candidates,
     "depthwise": depthwise_candidates,
     "depthwise_rows": depthwise_rows_candidates,
@@ -814,7 +843,7 @@ def algorithms_to_try(problem: ConvProblem) -> list[str]:
     for name, algorithm in ALGORITHMS.items():
         if name == first or algorithm.teaching or algorithm.unsupported_reason(problem) is not None:
             continue
-        if (name in ("implicit_gemm", "grouped_gemm", "im2row", "staged_nhwc", "gemm_1x1_nchw")
+        if (name in ("implicit_gemm", "grouped_gemm", "im2row", "im2row_ws", "staged_nhwc", "gemm_1x1_nchw")
                 and gemm_useful_fraction(problem, name) < 1 / 16):
             continue
         if name == "direct" and not is_thin(problem):

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import triton
 
-from .._runtime import INTERPRET, cdiv, pow2_at_least
+from .._runtime import BLOCK_SHARED_RESERVE, DEFAULT_SM_SHARED_BYTES, INTERPRET, cdiv, pow2_at_least
 from ..kernels import BackwardConfig, LaunchConfig
 from ..kernels.backward import BACKWARD_ALGORITHMS
 from ..kernels.config import WS_GATHER, WS_TMA
@@ -42,6 +42,7 @@ from ..kernels.launch import (
     grouped_halo_unsupported_reason,
     halo_tiling,
     im2row_unsupported_reason,
+    im2row_ws_unsupported_reason,
     image_fits,
     implicit_gemm_frame_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
@@ -181,7 +182,7 @@ def choose_algorithm(problem: ConvProblem) -> str:
         return "direct"
     if (problem.c < MIN_TENSOR_CORE_DIM and problem.k >= MIN_TENSOR_CORE_DIM
             and im2row_unsupported_reason(problem) is None):
-        return "im2row"
+        return "im2row_ws" if im2row_ws_pays(problem) else "im2row"
     if problem.stride != (1, 1) and gemm_1x1_ws_unsupported_reason(problem) is None:
         return "gemm_1x1_ws"  # strided 1x1 on Hopper: see GEMM_1X1_WS_PINGPONG
     if frame_pays(problem):
@@ -322,6 +323,41 @@ def _ws_config(problem: ConvProblem) -> LaunchConfig:
     return LaunchConfig(block_m=128, block_n=128, block_k=block_k, num_warps=4, num_stages=6)
 
 
+# im2row_ws's GEMM over the unrolled copy: 256 rows on 8 warps, every program holding the whole
+# unrolled weight (its N slice: R x unrolled channels x block_n), only the copy's tiles in the
+# ring. H200, session 51 (the ResNet-50 stem at batch 32, CUDA-graph replays, cold L2): the copy
+# 20.9 us, then 256x64 x 8 stages held 50 us, 128x64 x 8 held 52, 128x64 x 8 in the ring 62, 256x64
+# x 6 in the ring 60; im2row's Triton GEMM 56 (im2row 76.7 us in all, im2row_ws 70.8, cuDNN 93.5).
+IM2ROW_WS_CONFIG = LaunchConfig(block_m=256, block_n=64, block_k=32, num_warps=8, num_stages=8, resident=1)
+# Unrolled channels from which im2row_ws is chosen untuned, in 16-bit types: the stem's 32 is what
+# was measured; neither a 16-channel step (3x3 filters over 3 channels) nor TF32 was.
+IM2ROW_WS_MIN_CHANNELS = 32
+
+
+def im2row_ws_config(unrolled: ConvProblem) -> LaunchConfig:
+    """:data:`IM2ROW_WS_CONFIG` for ``unrolled`` (:meth:`ConvProblem.columns_as_channels`): 128
+    output channels wide where K is over 64, the ring as deep as leaves room for the held weight
+    and the TMA-store epilogue's buffers (down to 2 stages); where even that does not fit, the
+    weight in the ring (implicit_gemm_ws's own tile)."""
+    config = replace(IM2ROW_WS_CONFIG, block_n=64 if unrolled.k <= 64 else 128,
+                     block_k=min(IM2ROW_WS_CONFIG.block_k, unrolled.c))
+    budget = DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE
+    epilogue = 2 * config.block_m * 64 * unrolled.itemsize + 1024
+    channels = unrolled.r * unrolled.s * unrolled.c
+    while config.num_stages > 2 and config.ring_bytes(unrolled.itemsize, channels=channels) + epilogue > budget:
+        config = replace(config, num_stages=config.num_stages - 1)
+    if config.ring_bytes(unrolled.itemsize, channels=channels) + epilogue > budget:
+        return _ws_config(unrolled)
+    return config
+
+
+def im2row_ws_pays(problem: ConvProblem) -> bool:
+    """Whether the heuristics take im2row_ws over im2row (:data:`IM2ROW_WS_CONFIG`): on Hopper,
+    16-bit, with :data:`IM2ROW_WS_MIN_CHANNELS` unrolled channels or more."""
+    return (problem.itemsize == 2 and problem.unrolled_channels >= IM2ROW_WS_MIN_CHANNELS
+            and im2row_ws_unsupported_reason(problem) is None)
+
+
 # tma_rows tiles output rows in segments of 64 or 128 pixels: rows narrower than that waste
 # the rest of the segment. Measured on an H200 (2026-11-23, benchmarks/probe_tma.py, NHWC,
 # best config of each against cuDNN): with 64-pixel rows and wider, fp16 and TF32, 3x3 filters,
@@ -408,6 +444,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         problem = replace(problem, groups=problem.groups // group_pack_factor(problem))
     if algorithm == "im2row":  # the GEMM runs on the unrolled problem
         problem, algorithm = problem.columns_as_channels(), "implicit_gemm"
+    if algorithm == "im2row_ws":
+        return im2row_ws_config(problem.columns_as_channels())
     if algorithm == "staged_nhwc":  # the GEMM runs on the channels_last copy
         problem, algorithm = problem.staged_channels_last(), "implicit_gemm"
     # Few channels per group: reduce over (filter column, channel) so that a K-slice is

@@ -20,6 +20,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   per image over its contiguous pixels.
 - ``im2row`` (:mod:`.im2row`): few input channels (the stems): each filter row's columns
   unrolled into channels by one copy, then the implicit GEMM with 16-byte loads.
+- ``im2row_ws`` (:mod:`.im2row`, :mod:`.implicit_gemm_ws`): Hopper only (Gluon): im2row's copy,
+  then implicit_gemm_ws over it (with ``resident`` configs, the whole unrolled weight held in
+  shared memory by every program).
 - ``staged_nhwc`` (:mod:`.staged`): a non-channels_last (NCHW) input copied into
   channels_last by one transposing kernel, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
@@ -90,6 +93,7 @@ from .launch import (
     group_pack_factor,
     grouped_halo_unsupported_reason,
     im2row_unsupported_reason,
+    im2row_ws_unsupported_reason,
     implicit_gemm_frame_unsupported_reason,
     implicit_gemm_ws_unsupported_reason,
     launch_dense_toeplitz,
@@ -107,6 +111,7 @@ from .launch import (
     launch_grouped_gemm,
     launch_grouped_halo,
     launch_im2row,
+    launch_im2row_ws,
     launch_implicit_gemm,
     launch_implicit_gemm_frame,
     launch_implicit_gemm_ws,
@@ -194,6 +199,12 @@ ALGORITHMS: dict[str, Algorithm] = {
         "few input channels: filter columns unrolled into channels (one copy), then the implicit GEMM",
         launch_im2row,
         im2row_unsupported_reason,
+    ),
+    "im2row_ws": Algorithm(
+        "im2row_ws",
+        "few input channels on Hopper: im2row's copy, then the warp-specialized implicit GEMM (weight held)",
+        launch_im2row_ws,
+        im2row_ws_unsupported_reason,
     ),
     "staged_nhwc": Algorithm(
         "staged_nhwc",

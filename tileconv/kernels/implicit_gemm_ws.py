@@ -25,7 +25,15 @@ convolutions do:
   no single power-of-two accumulator has, which covers some ResNet-50 GEMMs in one exact wave
   of 132 SMs (c1024 hw14 k512: 33 x 4 tiles of 192x128, against 98 of 128x256).
 
-The grid is persistent (one program an SM), the tiles in grouped order. Gluon kernels compile
+- or (gemm_1x1_ws, ``RESIDENT``) the weight slice of a program's output channels held in shared
+  memory for the program's whole life (BLOCK_N x C: 128 KB at BLOCK_N = 128, C = 512): the
+  programs are dealt out over the N slices (the grid a multiple of their count, each program
+  walking M tiles of its own slice), the loader copies the slice once, chunk by chunk beside the
+  first tile's A tiles, and the ring carries only A. An SM then takes in a tile's A alone: half
+  of a square tile's bytes, where the intake of bytes an SM (not L2, not HBM) bounds these GEMMs.
+
+The grid is persistent (one program an SM), the tiles in grouped order (with ``RESIDENT``,
+slice by slice). Gluon kernels compile
 only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
 ``implicit_gemm_ws_unsupported_reason`` says so) and its tests run on the GPU; CI compiles it
 for sm_90 (``benchmarks/sass.py``).
@@ -46,12 +54,25 @@ from .common import epilogue_at, output_pixels, store_output_tile, swizzle_tile,
 
 
 @gluon.jit
+def _tile_coords(tile, num_m, num_n, GROUP_M: gl.constexpr, RESIDENT: gl.constexpr):
+    """Tile ``tile``'s (pid_m, pid_n): grouped order; or, with ``RESIDENT``, row-major (a
+    program's tiles, ``num_programs`` apart, a multiple of ``num_n``, all share its N slice)."""
+    if RESIDENT:
+        pid_m = tile // num_n
+        pid_n = tile % num_n
+    else:
+        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+    return pid_m, pid_n
+
+
+@gluon.jit
 def _loader_partition(
-    x_ptr, w_desc, a_bufs, b_bufs, ready, empty,
+    x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held,
     M, H, W, C, K, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S,
     stride_xn, stride_xh, stride_xw,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     VEC: gl.constexpr, LOADER_WARPS: gl.constexpr, INT64: gl.constexpr,
+    RESIDENT: gl.constexpr,
 ):
     """Fill the ring: for every tile and reduction step of this program, one stage.
 
@@ -60,7 +81,10 @@ def _loader_partition(
     loader warps issued without pause), so its step does as little as it can: the steps are walked
     as nested loops (filter row, filter column, channel block: no division), a tile's row pointers
     are formed once and moved by a scalar, each row's validity (the padding) is decided once a
-    tap; a step is then a pointer increment and one 16-byte copy per row."""
+    tap; a step is then a pointer increment and one 16-byte copy per row.
+
+    With ``RESIDENT`` the weight tiles go once, in the program's first tile, into ``b_bufs[i]``
+    (counted on ``held[i]``) and stay; the ring carries the A tiles alone."""
     TPW_K: gl.constexpr = BLOCK_K // VEC  # threads along a row of the A tile, VEC channels (16 bytes) each
     layout: gl.constexpr = gl.BlockedLayout([1, VEC], [32 // TPW_K, TPW_K], [LOADER_WARPS, 1], [1, 0])
     STAGES: gl.constexpr = a_bufs.type.shape[0]
@@ -74,9 +98,10 @@ def _loader_partition(
     else:
         row_step = dil_h * stride_xh
         col_step = dil_w * stride_xw
+    steps = R * S * (C // BLOCK_K)  # a tile's reduction steps
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
-        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        pid_m, pid_n = _tile_coords(tile, num_m, num_n, GROUP_M, RESIDENT)
         offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
         if INT64:
             offs_m = offs_m.to(gl.int64)
@@ -97,8 +122,15 @@ def _loader_partition(
                     stage = it % STAGES
                     mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
                     bar = ready.index(stage)
-                    mbarrier.expect(bar, w_desc.block_type.nbytes)
-                    tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, w_col], bar, b_bufs.index(stage))
+                    if RESIDENT:
+                        if it < steps:  # the program's first tile: weight chunk w_col / BLOCK_K, held from now on
+                            chunk = w_col // BLOCK_K
+                            mbarrier.expect(held.index(chunk), w_desc.block_type.nbytes)
+                            tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, w_col], held.index(chunk),
+                                                            b_bufs.index(chunk))
+                    else:
+                        mbarrier.expect(bar, w_desc.block_type.nbytes)
+                        tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, w_col], bar, b_bufs.index(stage))
                     async_copy.async_copy_global_to_shared(a_bufs.index(stage), ptrs + c0, mask=inside)
                     async_copy.mbarrier_arrive(bar, increment_count=False)
                     w_col += BLOCK_K
@@ -167,6 +199,16 @@ def _epilogue_buffers(out_desc, stand_in_desc, stand_in_buffer, EPI_TMA: gl.cons
 
 
 @gluon.jit
+def _held_barriers(stand_in, RESIDENT: gl.constexpr):
+    """The held weight chunks' barriers (``RESIDENT`` of them, one a chunk); without them the
+    stand-in, which the partitions never touch (the shared memory laid out as before them)."""
+    held = stand_in
+    if RESIDENT:
+        held = gl.allocate_shared_memory(gl.int64, [RESIDENT, 1], mbarrier.MBarrierLayout())
+    return held
+
+
+@gluon.jit
 def _mma_partition(
     a_bufs, b_bufs, ready, empty, turn,
     out_ptr, bias_ptr, res_ptr, out_desc, epi,  # out_desc, epi: the TMA-store epilogue's (EPI_TMA)
@@ -183,6 +225,7 @@ def _mma_partition(
     EPI_TMA: gl.constexpr,  # the tile leaves by TMA stores from ``epi`` (no residual, BOX_Q = 0)
     SLICE: gl.constexpr, SLICES: gl.constexpr,  # this partition's rows: slice SLICE of SLICES
     A_BY_CP_ASYNC: gl.constexpr,  # the A tiles arrive by cp.async (else by TMA, as the B tiles)
+    held, RESIDENT: gl.constexpr,  # RESIDENT: b_bufs holds the N slice's weight chunks, chunk i on held[i]
 ):
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With
     ``SLICES`` > 1 each tile's BLOCK_M rows are split among that many MMA partitions, this one
@@ -194,7 +237,8 @@ def _mma_partition(
     other's epilogue does. Their main loops take turns (``turn``: each waits for the other's
     to end): a ring stage's mbarrier is waited on by phase parity, which tells apart only
     the next fill from the one before, so no consumer may wait for a fill two ahead (the
-    first form, without turns, hung on the GPU)."""
+    first form, without turns, hung on the GPU). With ``RESIDENT`` the B operand of step i is
+    the held weight chunk i (landed once: its barrier's first phase), not the stage's."""
     gl.static_assert(not EPI_TMA or (BOX_Q == 0 and CONSUMERS == 1), "TMA stores: pixel-run tiles, one consumer")
     gl.static_assert(SLICES == 1 or (BOX_Q == 0 and CONSUMERS == 1), "row slices: pixel-run tiles, no ping-pong")
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
@@ -209,7 +253,7 @@ def _mma_partition(
     for tile in range(first, num_m * num_n, CONSUMERS * gl.num_programs(0)):
         # The ring position of this tile's first step: the loader walks all the program's tiles.
         it = (tile - gl.program_id(0)) // gl.num_programs(0) * steps
-        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        pid_m, pid_n = _tile_coords(tile, num_m, num_n, GROUP_M, RESIDENT)
         if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
             mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
         acc = gl.zeros([SLICE_M, BLOCK_N], gl.float32, layout=mma_layout)
@@ -224,8 +268,13 @@ def _mma_partition(
                 fence_async_shared()
             # float32 operands multiply as TF32 (the compiler's default precision; strict float32 is
             # not this kernel's: the launcher's condition).
-            acc = warpgroup_mma(a_bufs.index(stage * SLICES + SLICE), b_bufs.index(stage).permute((1, 0)), acc,
-                                is_async=True)
+            if RESIDENT:
+                mbarrier.wait(held.index(step), 0)  # (at once after the program's first tile)
+                acc = warpgroup_mma(a_bufs.index(stage * SLICES + SLICE), b_bufs.index(step).permute((1, 0)), acc,
+                                    is_async=True)
+            else:
+                acc = warpgroup_mma(a_bufs.index(stage * SLICES + SLICE), b_bufs.index(stage).permute((1, 0)), acc,
+                                    is_async=True)
             acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
             # The previous step's wgmma has finished reading its stage: hand it back.
             mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=step > 0)
@@ -287,22 +336,28 @@ def conv2d_implicit_gemm_ws_kernel(
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr,  # 1, or 2 MMA partitions in ping-pong
     INT64: gl.constexpr,
     EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
+    RESIDENT: gl.constexpr,  # 0, or R*S*C/BLOCK_K: the weight chunks a program holds (its N slice for its life)
 ):
     dtype: gl.constexpr = w_desc.dtype
     VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
+    B_BUFS: gl.constexpr = RESIDENT if RESIDENT else STAGES
     a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, BLOCK_K], dtype)
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_M, BLOCK_K], a_layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [B_BUFS, BLOCK_N, BLOCK_K], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # ping-pong's main-loop turns
+    held = _held_barriers(turn, RESIDENT)
     out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA, 1)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
-        # Ready: every loader thread's cp.async arrival, plus the TMA's byte count (one arrival).
-        mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + 1)
+        # Ready: every loader thread's cp.async arrival, plus (the weight tile in the ring) the
+        # TMA's byte count (one arrival).
+        mbarrier.init(ready.index(i), count=LOADER_WARPS * 32 + (0 if RESIDENT else 1))
         mbarrier.init(empty.index(i), count=1)
+    for i in gl.static_range(RESIDENT):
+        mbarrier.init(held.index(i), count=1)  # the loader's expect; the chunk's bytes complete it
 
     num_m = gl.cdiv(M, BLOCK_M)
     steps = R * S * (C // BLOCK_K)
@@ -313,24 +368,24 @@ def conv2d_implicit_gemm_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True)),
-            (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
+                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True, held, RESIDENT)),
+            (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT)),
         ], [LOADER_WARPS], [LOADER_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True)),
-            (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, M, H, W, C, K, P, Q,
+                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT)),
+            (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64)),
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
 
 
@@ -338,10 +393,12 @@ def conv2d_implicit_gemm_ws_kernel(
 def _tma_loader_partition(
     x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    BOX_Q: gl.constexpr, SLICES: gl.constexpr,
+    BOX_Q: gl.constexpr, SLICES: gl.constexpr, held, RESIDENT: gl.constexpr,
 ):
     """Fill the ring by bulk copies only (one warp): for every tile and channel step of this
-    program, the A box and the weight tile into one stage, both counted on its mbarrier; with
+    program, the A box and the weight tile into one stage, both counted on its mbarrier (with
+    ``RESIDENT``, the A box alone: the weight chunk of step i goes once, in the program's first
+    tile, into ``b_bufs[i]``, counted on ``held[i]``, and stays); with
     ``SLICES`` > 1 (pixel runs only), the tile's A rows as that many boxes of BLOCK_M / SLICES
     rows, one into each of the stage's A buffers (rows past M: the engine's zero fill).
     A strided problem's 4D box lands in the stage's [BLOCK_M, BLOCK_K] buffer as the same
@@ -349,17 +406,25 @@ def _tma_loader_partition(
     flattened), not on the box's shape."""
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
-    nbytes: gl.constexpr = SLICES * x_desc.block_type.nbytes + w_desc.block_type.nbytes
+    W_BYTES: gl.constexpr = w_desc.block_type.nbytes
+    nbytes: gl.constexpr = SLICES * x_desc.block_type.nbytes + (0 if RESIDENT else W_BYTES)
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
-        pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
+        pid_m, pid_n = _tile_coords(tile, num_m, num_n, GROUP_M, RESIDENT)
         img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         for step in range(steps):
             stage = it % STAGES
             mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
             bar = ready.index(stage)
-            mbarrier.expect(bar, nbytes)
-            tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
+            if RESIDENT:
+                if it < steps:  # the program's first tile: weight chunk ``step``, held from now on
+                    mbarrier.expect(held.index(step), W_BYTES)
+                    tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], held.index(step),
+                                                    b_bufs.index(step))
+                mbarrier.expect(bar, nbytes)
+            else:
+                mbarrier.expect(bar, nbytes)
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
             if BOX_Q == 0:
                 for j in gl.static_range(SLICES):
                     tma.async_copy_global_to_shared(x_desc, [row + j * SLICE_M, step * BLOCK_K], bar,
@@ -388,25 +453,32 @@ def conv1x1_ws_kernel(
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, INT64: gl.constexpr,
     EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
     SLICES: gl.constexpr,  # 1, or 3: MMA partitions sharing each tile's rows (BOX_Q = 0, CONSUMERS = 1)
+    RESIDENT: gl.constexpr,  # 0, or cdiv(C, BLOCK_K): the weight chunks a program holds (its N slice; the
+                             # grid a multiple of num_n)
 ):
     """A 1x1 unpadded convolution of any stride, warp-specialized as the kernel above, with
     both operands by bulk copy: a one-warp loader (TMA, zero fill for every tail: C need not
-    be a multiple of BLOCK_K), the same MMA partitions and epilogue."""
+    be a multiple of BLOCK_K), the same MMA partitions and epilogue; with ``RESIDENT``, the
+    program's weight slice held in shared memory and only A in the ring."""
     gl.static_assert(SLICES == 1 or SLICES == 3, "a tile's rows go to one MMA partition or three")
     dtype: gl.constexpr = w_desc.dtype
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
+    B_BUFS: gl.constexpr = RESIDENT if RESIDENT else STAGES
     a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([SLICE_M, BLOCK_K], dtype)
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES * SLICES, SLICE_M, BLOCK_K], a_layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [B_BUFS, BLOCK_N, BLOCK_K], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    held = _held_barriers(turn, RESIDENT)
     out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA, SLICES)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)  # the loader's expect; the copies' bytes complete it
         mbarrier.init(empty.index(i), count=SLICES)  # every slice's MMA partition releases it
+    for i in gl.static_range(RESIDENT):
+        mbarrier.init(held.index(i), count=1)  # the loader's expect; the chunk's bytes complete it
     num_n = gl.cdiv(K, BLOCK_N)
     steps = gl.cdiv(C, BLOCK_K)
     if SLICES == 3:
@@ -414,37 +486,37 @@ def conv1x1_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES)),
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False, held, RESIDENT)),
         ], [1, NUM_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS, CONSUMER_REGS])
     elif CONSUMERS == 1:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES)),
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES)),
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
         ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
