@@ -212,7 +212,7 @@ def reduction_slice(problem: ConvProblem, config: LaunchConfig) -> int:
 
 def implicit_gemm_shared_memory(problem: ConvProblem, config: LaunchConfig) -> int:
     """Bytes of the operand ring: num_stages copies of an A (BM x BK) and a B (BK x BN) tile."""
-    return config.ring_bytes(problem.itemsize, channels=problem.r * problem.s * problem.c)
+    return config.ring_bytes(problem.itemsize, channels=problem.gemm_k)
 
 
 def _fit_stages(config: LaunchConfig, shared_bytes: Callable[[LaunchConfig], int], budget: int) -> LaunchConfig | None:
@@ -371,7 +371,7 @@ def im2row_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = Non
     fitted = [start]
     for block_m, block_n, num_warps, stages, resident in _IM2ROW_WS_BASE:
         config = replace(start, block_m=block_m, block_n=min(block_n, pow2_at_least(unrolled.k, 64)),
-                         num_warps=num_warps, num_stages=stages, resident=resident, pingpong=0)
+                         num_warps=num_warps, num_stages=stages, resident=resident)
         config = _fit_stages(config, lambda c: implicit_gemm_shared_memory(unrolled, c), limits.bulk_copy_budget)
         if config is not None and (not config.resident
                                    or resident_unsupported_reason(unrolled, config, limits.num_sms) is None):

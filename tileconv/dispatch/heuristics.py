@@ -51,6 +51,7 @@ from ..kernels.launch import (
     toeplitz_reach,
     window_grid,
     window_strips,
+    ws_tma_store_bytes,
 )
 from ..kernels.wgrad import wgrad_depthwise_row_tiles
 from ..kernels.wgrad_columns import columns_wgrad_unsupported_reason, row_columns
@@ -342,13 +343,9 @@ def im2row_ws_config(unrolled: ConvProblem) -> LaunchConfig:
     config = replace(IM2ROW_WS_CONFIG, block_n=64 if unrolled.k <= 64 else 128,
                      block_k=min(IM2ROW_WS_CONFIG.block_k, unrolled.c))
     budget = DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE
-    epilogue = 2 * config.block_m * 64 * unrolled.itemsize + 1024
-    channels = unrolled.r * unrolled.s * unrolled.c
-    while config.num_stages > 2 and config.ring_bytes(unrolled.itemsize, channels=channels) + epilogue > budget:
+    while config.num_stages > 2 and ws_tma_store_bytes(unrolled, config, config.block_k) > budget:
         config = replace(config, num_stages=config.num_stages - 1)
-    if config.ring_bytes(unrolled.itemsize, channels=channels) + epilogue > budget:
-        return _ws_config(unrolled)
-    return config
+    return config if ws_tma_store_bytes(unrolled, config, config.block_k) <= budget else _ws_config(unrolled)
 
 
 def im2row_ws_pays(problem: ConvProblem) -> bool:

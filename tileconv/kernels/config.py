@@ -23,7 +23,7 @@ class LaunchConfig:
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
     persistent: int = 0  # tma_rows, gemm_1x1: 1 = one program an SM walking the tiles; grouped_halo: k an SM
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
-    resident: int = 0  # gemm_1x1_ws only: 1 = a program's weight slice (block_n x C) held in shared memory
+    resident: int = 0  # implicit_gemm_ws, gemm_1x1_ws: 1 = a program's weight slice (block_n x R*S*C) held in shared memory
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -32,7 +32,7 @@ class LaunchConfig:
         """Bytes of the GEMM kernels' operand ring: ``num_stages`` copies of an A (block_m x block_k)
         and a B (block_k x block_n) tile; ``block_k``: the kernel's own channel block where its
         launcher narrows the config's (implicit_gemm_ws). With ``resident``, the ring's A tiles and
-        the held weight slice: ``channels`` (C) in whole blocks of block_k, block_n wide."""
+        the held weight slice: ``channels`` (the reduction, R*S*C) in whole blocks of block_k, block_n wide."""
         block_k = self.block_k if block_k is None else block_k
         if self.resident:
             return (self.num_stages * self.block_m + -(-channels // block_k) * self.block_n) * block_k * itemsize

@@ -25,18 +25,18 @@ convolutions do:
   no single power-of-two accumulator has, which covers some ResNet-50 GEMMs in one exact wave
   of 132 SMs (c1024 hw14 k512: 33 x 4 tiles of 192x128, against 98 of 128x256).
 
-- or (gemm_1x1_ws, ``RESIDENT``) the weight slice of a program's output channels held in shared
-  memory for the program's whole life (BLOCK_N x C: 128 KB at BLOCK_N = 128, C = 512): the
-  programs are dealt out over the N slices (the grid a multiple of their count, each program
-  walking M tiles of its own slice), the loader copies the slice once, chunk by chunk beside the
-  first tile's A tiles, and the ring carries only A. An SM then takes in a tile's A alone: half
-  of a square tile's bytes, where the intake of bytes an SM (not L2, not HBM) bounds these GEMMs.
+- or (both kernels, ``RESIDENT``) the weight slice of a program's output channels held in shared
+  memory for the program's whole life (BLOCK_N x R*S*C, in BLOCK_K chunks): the programs are
+  dealt out over the N slices (the grid a multiple of their count, each program walking M tiles
+  of its own slice), the loader copies the slice once, chunk by chunk beside the first tile's A
+  tiles, and the ring carries only A. It pays where the weight is a large share of each step's
+  bytes and small enough to hold: im2row_ws's unrolled stem (64 x 7 x 32, 28 KB: its GEMM 62 ->
+  50 us on an H200); on ResNet-50's 1x1 GEMMs (128 x 512, 128 KB) it measured no gain (session 51).
 
 The grid is persistent (one program an SM), the tiles in grouped order (with ``RESIDENT``,
-slice by slice). Gluon kernels compile
-only for a GPU: under Triton's interpreter this algorithm is unsupported (the launcher's
-``implicit_gemm_ws_unsupported_reason`` says so) and its tests run on the GPU; CI compiles it
-for sm_90 (``benchmarks/sass.py``).
+slice by slice). Gluon kernels compile only for a GPU: under Triton's interpreter this
+algorithm is unsupported (the launcher's ``implicit_gemm_ws_unsupported_reason`` says so) and
+its tests run on the GPU; CI compiles it for sm_90 (``benchmarks/sass.py``).
 """
 
 from triton.experimental import gluon

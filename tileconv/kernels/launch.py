@@ -454,9 +454,7 @@ def launch_implicit_gemm_ws(
     input's tiles."""
     options = _ws_options(problem, config, "implicit_gemm_ws")
     block_k = ws_block_k(problem, config.block_k)
-    if config.resident and (reason := resident_unsupported_reason(
-            problem, replace(config, block_k=block_k), sm_count(out.device))):
-        raise ValueError(f"config resident={config.resident}: {reason}")
+    programs, held = _ws_grid(problem, config, block_k, cdiv(problem.gemm_m, config.block_m), out.device)
     w2d = _ws_weight_matrix(problem, weight)
     gatherable = _ws_reads(problem, x, w2d)
     if fold is not None and (residual is not None or fold[0] % config.block_n or not gatherable):
@@ -467,11 +465,6 @@ def launch_implicit_gemm_ws(
     w_desc = _gluon_descriptor(w2d, [config.block_n, block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = None if fold is not None else _ws_output_descriptor(problem, residual, out, config, block_k)
-    num_n = cdiv(problem.k, config.block_n)
-    tiles = cdiv(problem.gemm_m, config.block_m) * num_n
-    programs = min(tiles, sm_count(out.device))
-    if config.resident:  # every program on one N slice: the grid a multiple of the slices
-        programs -= programs % num_n
     fold_k, fold_jump = fold if fold is not None else (problem.k, 0)
     return launch(conv2d_implicit_gemm_ws_kernel, (programs,),
                   x, w_desc, out_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
@@ -480,7 +473,7 @@ def launch_implicit_gemm_ws(
                   *epilogue_strides[:4], fold_k, fold_jump, *epilogue_strides[4:], problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None,
-                  RESIDENT=reduction_length(problem) // block_k if config.resident else 0, **options)
+                  RESIDENT=held, **options)
 
 
 @dataclass(frozen=True)
@@ -699,11 +692,9 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     ping-pong (two consumers would share the buffers), box tiles (``box_q``), an output that is
     not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
     no room for the two chunk buffers."""
-    epi_n = min(config.block_n, WS_EPILOGUE_BYTES // problem.itemsize)
-    ring = config.ring_bytes(problem.itemsize, block_k, reduction_length(problem))
+    epi_n = ws_epilogue_columns(problem, config)
     if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n
-            or ring + 2 * config.block_m * epi_n * problem.itemsize + 1024  # (+ the barriers, the compiler's scratch)
-            > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE):
+            or ws_tma_store_bytes(problem, config, block_k) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE):
         return None
     out2d = out.permute(0, 2, 3, 1)
     if not out2d.is_contiguous():
@@ -712,6 +703,19 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     if not describable(out2d, problem.itemsize):
         return None
     return _gluon_descriptor(out2d, [config.block_m // ws_slices(config), epi_n], problem)
+
+
+def ws_epilogue_columns(problem: ConvProblem, config: LaunchConfig) -> int:
+    """The TMA-store epilogue's column chunk: 128 bytes of channels, at most the tile's width."""
+    return min(config.block_n, WS_EPILOGUE_BYTES // problem.itemsize)
+
+
+def ws_tma_store_bytes(problem: ConvProblem, config: LaunchConfig, block_k: int) -> int:
+    """Shared memory of a warp-specialized kernel with the TMA-store epilogue: the ring (with
+    ``config.resident``, the A stages and the held weight slice), the two chunk buffers of each
+    row (2 x block_m x :func:`ws_epilogue_columns`), and 1 KB for the barriers and the compiler's scratch."""
+    return (config.ring_bytes(problem.itemsize, block_k, problem.gemm_k)
+            + 2 * config.block_m * ws_epilogue_columns(problem, config) * problem.itemsize + 1024)
 
 
 def ws_slices(config: LaunchConfig) -> int:
@@ -774,11 +778,9 @@ def launch_gemm_1x1_ws(
     if ws_slices(config) > 1 and problem.stride != (1, 1):
         raise ValueError(f"config block_m={config.block_m}: gemm_1x1_ws's row slices need stride 1 "
                          f"(got stride={problem.stride})")
-    num_n = cdiv(problem.k, config.block_n)
-    if config.resident and (reason := resident_unsupported_reason(problem, config, sm_count(out.device))):
-        raise ValueError(f"config resident={config.resident}: {reason}")
     b2d = weight.reshape(problem.k, problem.c)
     views = _gemm_1x1_views(problem, x, out, config)
+    programs, held = _ws_grid(problem, config, config.block_k, views.m_tiles, out.device)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
         # (a 192-row tile is the slices'; the implicit GEMM takes 128 and 64 rows)
         fallback = replace(config, block_m=128) if ws_slices(config) > 1 else config
@@ -788,21 +790,28 @@ def launch_gemm_1x1_ws(
     w_desc = _gluon_descriptor(b2d, [config.block_n, config.block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
-    tiles = views.m_tiles * num_n
-    programs = min(tiles, sm_count(out.device))
-    if config.resident:  # every program on one N slice: the grid a multiple of the slices
-        programs -= programs % num_n
     return launch(conv1x1_ws_kernel, (programs,),
                   a_desc, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
                   views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None,
-                  RESIDENT=cdiv(problem.c, config.block_k) if config.resident else 0, **options)
+                  RESIDENT=held, **options)
 
 
-def reduction_length(problem: ConvProblem) -> int:
-    """The GEMM's reduction of a dense problem: R*S*C (a held weight slice's columns)."""
-    return problem.r * problem.s * problem.c
+def _ws_grid(problem: ConvProblem, config: LaunchConfig, block_k: int, m_tiles: int,
+             device: torch.device) -> tuple[int, int]:
+    """The warp-specialized kernels' grid and their ``RESIDENT``: one program an SM, at most one
+    a tile of ``m_tiles`` x the N slices; with ``config.resident`` (a ValueError where
+    :func:`resident_unsupported_reason` says it cannot be) the grid cut to a multiple of the N
+    slices, each program holding one, and RESIDENT its weight chunks of ``block_k`` (else 0)."""
+    num_sms = sm_count(device)
+    num_n = cdiv(problem.k, config.block_n)
+    programs = min(m_tiles * num_n, num_sms)
+    if not config.resident:
+        return programs, 0
+    if (reason := resident_unsupported_reason(problem, replace(config, block_k=block_k), num_sms)) is not None:
+        raise ValueError(f"config resident={config.resident}: {reason}")
+    return programs - programs % num_n, cdiv(problem.gemm_k, block_k)
 
 
 def resident_unsupported_reason(problem: ConvProblem, config: LaunchConfig, num_sms: int) -> str | None:
@@ -813,9 +822,9 @@ def resident_unsupported_reason(problem: ConvProblem, config: LaunchConfig, num_
     num_n = cdiv(problem.k, config.block_n)
     if num_n > num_sms:
         return f"its {num_n} weight slices of {config.block_n} channels outnumber the {num_sms} SMs"
-    need = config.ring_bytes(problem.itemsize, channels=reduction_length(problem))
+    need = config.ring_bytes(problem.itemsize, channels=problem.gemm_k)
     if need > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE:
-        return (f"a {config.block_n}-channel weight slice of R*S*C={reduction_length(problem)} and "
+        return (f"a {config.block_n}-channel weight slice of R*S*C={problem.gemm_k} and "
                 f"{config.num_stages} A stages take {need} bytes of shared memory, more than a block has")
     return None
 
@@ -1780,22 +1789,23 @@ def launch_im2row(
     if config.fuse_sc:
         raise ValueError("config fuse_sc=1: im2row has unrolled the filter columns already (use fuse_sc=0)")
     unrolled = problem.columns_as_channels()
-    channels = unrolled.c
-    xr = _unroll_columns(problem, x, channels)
-    return launch_implicit_gemm(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, channels),
+    xr = _unroll_columns(problem, unrolled, x)
+    return launch_implicit_gemm(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, unrolled.c),
                                 bias, residual, out, config)
 
 
-def _unroll_columns(problem: ConvProblem, x: torch.Tensor, channels: int) -> torch.Tensor:
-    """im2row's copy (:func:`unroll_columns_kernel`) into scratch: xr[n, h, q, j], ``channels``
-    values a pixel (S*C of them the filter row's, zeros after)."""
+def _unroll_columns(problem: ConvProblem, unrolled: ConvProblem, x: torch.Tensor) -> torch.Tensor:
+    """im2row's copy (:func:`unroll_columns_kernel`) into scratch: xr[n, h, q, j], ``unrolled.c``
+    values a pixel (S*C of them the filter row's, zeros after); ``unrolled``: ``problem``'s
+    :meth:`~ConvProblem.columns_as_channels`."""
     rows = problem.n * problem.h * problem.out_w
+    channels = unrolled.c
     xr = scratch((problem.n, problem.h, problem.out_w, channels), x.dtype, x.device)
     launch(unroll_columns_kernel, (cdiv(rows, IM2ROW_COPY_ROWS),),
            x, xr, rows, problem.h, problem.w, problem.out_w,
            problem.stride[1], problem.padding[1], problem.dilation[1], *kernel_strides(x),
            C=problem.c, S=problem.s, CHANNELS=channels, BLOCK_ROWS=IM2ROW_COPY_ROWS,
-           BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(problem.columns_as_channels()),
+           BLOCK_J=1 << (channels - 1).bit_length(), INT64=needs_int64(unrolled),
            SIGNAL_DEPENDENTS=False, num_warps=4)
     return xr
 
@@ -1822,7 +1832,7 @@ def launch_im2row_ws(
     unrolled weight, R x unrolled channels x block_n, held in shared memory by every program:
     the ResNet-50 stem's GEMM 62 -> 50 us on an H200, session 51, against im2row's 56)."""
     unrolled = problem.columns_as_channels()
-    xr = _unroll_columns(problem, x, unrolled.c)
+    xr = _unroll_columns(problem, unrolled, x)
     return launch_implicit_gemm_ws(unrolled, xr.permute(0, 3, 1, 2), unrolled_columns_weight(weight, unrolled.c),
                                    bias, residual, out, config)
 
