@@ -1284,6 +1284,7 @@ def test_harness_catches_unwritten_and_wrong_outputs(device: str, seed: int):
     (LaunchConfig(192, 128, 64, 8, 4, 4), 2, "stride=(2, 2)"),
     (LaunchConfig(64, 120, 64, 8, 4, 4), 1, "block_n=120: gemm_1x1_ws takes a power of two, or a multiple of 16 up to 256"),
     (LaunchConfig(64, 272, 64, 8, 4, 4), 1, "block_n=272"),
+    (LaunchConfig(64, 240, 64, 8, 4, 4), 1, "block_n=240: .* a sum of at most 3"),  # 128 + 64 + 32 + 16
 ])
 def test_ws_row_slices_reject_what_they_cannot_run(config: LaunchConfig, stride: int, fragment: str):
     """gemm_1x1_ws's 192-row tiles (three MMA warpgroups of 64 rows each) run stride 1, one

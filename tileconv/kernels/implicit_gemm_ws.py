@@ -29,7 +29,7 @@ convolutions do:
   64 + 32 + 16), where that fills the SMs' one wave and no power of two does (cuBLAS's 64x112 on
   ResNet-50's c2048 hw7 k512: 125 tiles on 132 SMs, against 100 of 64x128 that take 9% more
   bytes each into their SMs). The accumulator stays the next power of two wide (``ACC_N``); the
-  weight tile is copied in boxes of the largest power of two dividing BLOCK_N, the buffers' rows
+  weight tile is copied in one box a power of two of BLOCK_N (at most three), the buffers' rows
   past BLOCK_N are zeroed once and never copied, and their columns of the sums are not stored.
 
 - or (both kernels, ``RESIDENT``) the weight slice of a program's output channels held in shared
@@ -73,17 +73,22 @@ def _tile_coords(tile, num_m, num_n, GROUP_M: gl.constexpr, RESIDENT: gl.constex
 
 
 @gluon.jit
-def _copy_weight_tile(w_desc, row, col, bar, buf, BLOCK_N: gl.constexpr):
+def _copy_weight_tile(w_desc, w_desc2, w_desc3, row, col, bar, buf, BLOCK_N: gl.constexpr):
     """Copy the weight tile of BLOCK_N rows from (``row``, ``col``) into the first BLOCK_N rows of
-    ``buf`` (counted on ``bar``): one box where the descriptor's box is the tile, else BLOCK_N //
-    BOX boxes of its BOX rows, each into its rows of the buffer (the 128-byte swizzle's phase
-    comes from the address, which a multiple of 8 rows keeps)."""
+    ``buf`` (counted on ``bar``): one box where ``w_desc``'s box is the tile; else (a narrow tile)
+    one box a power of two of BLOCK_N, largest first (``w_desc``'s, ``w_desc2``'s, then, where
+    they leave rows, ``w_desc3``'s), each into its rows of the buffer (the 128-byte swizzle's
+    phase comes from the address, which a multiple of 8 rows keeps)."""
     BOX: gl.constexpr = w_desc.block_type.shape[0]
+    BOX2: gl.constexpr = w_desc2.block_type.shape[0]
+    BOX3: gl.constexpr = w_desc3.block_type.shape[0]
     if BOX == BLOCK_N:
         tma.async_copy_global_to_shared(w_desc, [row, col], bar, buf)
     else:
-        for j in gl.static_range(BLOCK_N // BOX):
-            tma.async_copy_global_to_shared(w_desc, [row + j * BOX, col], bar, buf.slice(j * BOX, BOX))
+        tma.async_copy_global_to_shared(w_desc, [row, col], bar, buf.slice(0, BOX))
+        tma.async_copy_global_to_shared(w_desc2, [row + BOX, col], bar, buf.slice(BOX, BOX2))
+        if BOX + BOX2 < BLOCK_N:
+            tma.async_copy_global_to_shared(w_desc3, [row + BOX + BOX2, col], bar, buf.slice(BOX + BOX2, BOX3))
 
 
 @gluon.jit
@@ -443,7 +448,7 @@ def conv2d_implicit_gemm_ws_kernel(
 
 @gluon.jit
 def _tma_loader_partition(
-    x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+    x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     BOX_Q: gl.constexpr, SLICES: gl.constexpr, held, RESIDENT: gl.constexpr,
 ):
@@ -458,7 +463,7 @@ def _tma_loader_partition(
     flattened), not on the box's shape."""
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
-    W_BYTES: gl.constexpr = BLOCK_N // w_desc.block_type.shape[0] * w_desc.block_type.nbytes  # (a narrow tile: boxes)
+    W_BYTES: gl.constexpr = BLOCK_N * (w_desc.block_type.nbytes // w_desc.block_type.shape[0])  # (a narrow tile: boxes)
     nbytes: gl.constexpr = SLICES * x_desc.block_type.nbytes + (0 if RESIDENT else W_BYTES)
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
@@ -471,12 +476,12 @@ def _tma_loader_partition(
             if RESIDENT:
                 if it < steps:  # the program's first tile: weight chunk ``step``, held from now on
                     mbarrier.expect(held.index(step), W_BYTES)
-                    _copy_weight_tile(w_desc, pid_n * BLOCK_N, step * BLOCK_K, held.index(step), b_bufs.index(step),
+                    _copy_weight_tile(w_desc, w_desc2, w_desc3, pid_n * BLOCK_N, step * BLOCK_K, held.index(step), b_bufs.index(step),
                                       BLOCK_N)
                 mbarrier.expect(bar, nbytes)
             else:
                 mbarrier.expect(bar, nbytes)
-                _copy_weight_tile(w_desc, pid_n * BLOCK_N, step * BLOCK_K, bar, b_bufs.index(stage), BLOCK_N)
+                _copy_weight_tile(w_desc, w_desc2, w_desc3, pid_n * BLOCK_N, step * BLOCK_K, bar, b_bufs.index(stage), BLOCK_N)
             if BOX_Q == 0:
                 for j in gl.static_range(SLICES):
                     tma.async_copy_global_to_shared(x_desc, [row + j * SLICE_M, step * BLOCK_K], bar,
@@ -492,7 +497,8 @@ def conv1x1_ws_kernel(
     x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M // SLICES, BLOCK_K); or (BOX_Q > 0) over
              # the strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
     w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K); a narrow tile's
-             # (ACC_N > BLOCK_N): block (the largest power of two dividing BLOCK_N, BLOCK_K)
+             # (ACC_N > BLOCK_N): block (BLOCK_N's largest power of two, BLOCK_K)
+    w_desc2, w_desc3,  # a narrow tile's: blocks of its next powers of two (stand-ins where it has none)
     out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M // SLICES, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     M, K, C, P, Q, num_m, PI,  # M = N*P*Q; num_m M tiles (the host's count); PI: the box grid's rows (common.tile_origin)
@@ -528,7 +534,7 @@ def conv1x1_ws_kernel(
     out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA, SLICES)
     gl.static_assert(ACC_N == BLOCK_N or not EPI_TMA, "a narrow tile leaves by pointer stores")
     if ACC_N > BLOCK_N:  # a narrow tile: the weight buffers' rows past it, never copied, zero
-        _zero_rows_past(b_bufs, BLOCK_N, w_desc.block_type.shape[0], NUM_WARPS)
+        _zero_rows_past(b_bufs, BLOCK_N, BLOCK_N & -BLOCK_N, NUM_WARPS)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
@@ -544,7 +550,7 @@ def conv1x1_ws_kernel(
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT)),
-            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+            (_tma_loader_partition, (x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
@@ -561,7 +567,7 @@ def conv1x1_ws_kernel(
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
-            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+            (_tma_loader_partition, (x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
         ], [1], [LOADER_REGS])
     else:
@@ -570,7 +576,7 @@ def conv1x1_ws_kernel(
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
-            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+            (_tma_loader_partition, (x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,

@@ -739,9 +739,11 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
         raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
                          + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
     if config.block_n & (config.block_n - 1) and (name != "gemm_1x1_ws" or config.block_n % WS_NARROW_STEP
-                                                  or config.block_n > WS_MAX_BLOCK_N):
+                                                  or config.block_n > WS_MAX_BLOCK_N
+                                                  or len(ws_weight_boxes(config.block_n)) > WS_NARROW_BOXES):
         raise ValueError(f"config block_n={config.block_n}: {name} takes a power of two"
-                         + (f", or a multiple of {WS_NARROW_STEP} up to {WS_MAX_BLOCK_N}" if name == "gemm_1x1_ws" else ""))
+                         + (f", or a multiple of {WS_NARROW_STEP} up to {WS_MAX_BLOCK_N} that is a sum of at most "
+                            f"{WS_NARROW_BOXES}" if name == "gemm_1x1_ws" else ""))
     options = dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
                    NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
                    CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
@@ -756,9 +758,18 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
 # gemm_1x1_ws's loader: one warp issuing bulk copies (a tile index and a few coordinates).
 WS_TMA_LOADER_REGS = 40
 # gemm_1x1_ws's tile widths: powers of two, or narrow tiles (LaunchConfig.acc_n) in steps of 16
-# output channels (the weight copied in boxes of 16 rows or more), up to one wgmma's 256.
+# output channels up to one wgmma's 256, whose weight tile goes in one box a power of two of the
+# width (at most three: 112 = 64 + 32 + 16). Seven 16-row boxes a stage for 64x112 measured 14.7
+# us on c2048 hw7 k512 against 64x128's 13.2 (H200, session 52).
 WS_NARROW_STEP = 16
 WS_MAX_BLOCK_N = 256
+WS_NARROW_BOXES = 3
+
+
+def ws_weight_boxes(block_n: int) -> list[int]:
+    """The rows of gemm_1x1_ws's weight boxes for a tile ``block_n`` wide: its powers of two,
+    largest first (one box for a power of two)."""
+    return [1 << bit for bit in reversed(range(block_n.bit_length())) if block_n >> bit & 1]
 
 
 def gemm_1x1_ws_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -797,12 +808,13 @@ def launch_gemm_1x1_ws(
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, fallback)
     a_block = [views.a_block[0] // ws_slices(config), *views.a_block[1:]]  # a row slice's (stride 1 only)
     a_desc = _gluon_descriptor(views.a, a_block, problem)
-    # A narrow tile's weight in boxes of the largest power of two dividing its width.
-    w_desc = _gluon_descriptor(b2d, [config.block_n & -config.block_n, config.block_k], problem)
+    # A narrow tile's weight in one box a power of two of its width (stand-ins where it has fewer than three).
+    w_descs = [_gluon_descriptor(b2d, [rows, config.block_k], problem) for rows in ws_weight_boxes(config.block_n)]
+    w_descs += w_descs[:1] * (WS_NARROW_BOXES - len(w_descs))
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
     return launch(conv1x1_ws_kernel, (programs,),
-                  a_desc, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+                  a_desc, *w_descs, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
                   views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   ACC_N=config.acc_n, BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None,
