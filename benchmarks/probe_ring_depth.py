@@ -11,8 +11,6 @@ the launcher itself, read 90-190 us on rows whose kernels take 12-30), beside cu
 output checked against F.conv2d in float32 (that run found the TMA-store epilogue's race on
 one-chunk tiles, since fixed).
 
-``--timed-epilogue``: time the tiles with a bias, a residual and ReLU (pointer stores for every
-tile: a narrow tile's epilogue against a power of two's on equal terms; cuDNN's plain time beside).
 ``--configs 192x128s4,64x128s8``: other tiles instead of the list below (``BMxBNsSTAGES``, and
 ``wN`` for N MMA warps: ``128x256s4w8``; session 38's 192-row tiles, three MMA warpgroups of 64
 rows each: ``launch.ws_slices``; a trailing ``p`` for ping-pong, ``r`` for the held weight slice
@@ -96,8 +94,6 @@ def main():
     p.add_argument("--configs", help="BMxBNsST[wNW],... (default: the list in this file)")
     p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
     p.add_argument("--strided", action="store_true", help="the stride-2 1x1 rows too")
-    p.add_argument("--timed-epilogue", action="store_true",
-                   help="time the bias_add_relu problem (every tile's pointer-store epilogue), not the plain one")
     args = p.parse_args()
     tiles = _parse_configs(args.configs) if args.configs else [(*t, 0, 0) for t in CONFIGS]
     cases = [c for c in get_suite("resnet50") if c.r == 1 and (c.stride == 1 or args.strided)
@@ -116,17 +112,15 @@ def main():
         configs = [c for c in dict.fromkeys(configs)
                    if (not c.resident or resident_unsupported_reason(problem, c, sm_count(x.device)) is None)
                    and (ws_slices(c) == 1 or case.stride == 1)]
-        row = {"name": case.name, "cudnn_us": [], "configs": {}, "timed": "bias_add_relu" if args.timed_epilogue else "none"}
+        row = {"name": case.name, "cudnn_us": [], "configs": {}}
         for config in configs:
             row["configs"][_label(config)] = {**_check(problem, inputs, config, epilogue_problem, epilogue_inputs),
                                               "us": []}
         graphs = {}
-        timed, timed_inputs = (epilogue_problem, epilogue_inputs) if args.timed_epilogue else (problem, inputs)
         for config in configs:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                launch_gemm_1x1_ws(timed, x, w, timed_inputs.bias if args.timed_epilogue else None,
-                                   timed_inputs.residual if args.timed_epilogue else None, out, config)
+                launch_gemm_1x1_ws(problem, x, w, None, None, out, config)
             graphs[_label(config)] = graph
         row["cudnn_us"], times = time_interleaved(lambda: F.conv2d(x, w), graphs, args.rounds)  # noqa: B023
         for key, us in times.items():

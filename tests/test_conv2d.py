@@ -532,24 +532,6 @@ CONFIG_CASES = [
          algo="gemm_1x1_ws", config=LaunchConfig(64, 64, 64, 8, 4, 4, resident=1)),
     Case(32, 128, 28, 28, 128, 1, 1, dtype="fp16", layout="nhwc", bias=True,
          algo="gemm_1x1_ws", config=LaunchConfig(192, 64, 64, 8, 4, 6, resident=1)),
-    # gemm_1x1_ws's narrow tiles (a width that is not a power of two: the accumulator the power of
-    # two above it, the weight in boxes, the columns past the tile discarded): ResNet-50's c2048 hw7
-    # k512 at batch 8 as 64x112 (seven 16-row boxes a stage; K = 512: four full tiles and a 64-wide
-    # last one, its last three boxes wholly past K), the whole epilogue; K = 200 at 96 wide (three
-    # 32-row boxes) with a C tail (C = 40), bf16; ping-pong at 80 wide (five boxes); 192-row slices
-    # 112 wide; a held weight slice 48 wide; TF32 at 112.
-    Case(8, 2048, 7, 7, 512, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True, activation="relu",
-         algo="gemm_1x1_ws", config=LaunchConfig(64, 112, 64, 8, 4, 8)),
-    Case(2, 40, 9, 11, 200, 1, 1, dtype="bf16", layout="nhwc", bias=True, activation="silu",
-         algo="gemm_1x1_ws", config=LaunchConfig(128, 96, 64, 8, 4, 4)),
-    Case(4, 64, 14, 14, 200, 1, 1, dtype="fp16", layout="nhwc", bias=True, activation="relu",
-         algo="gemm_1x1_ws", config=LaunchConfig(64, 80, 64, 8, 4, 4, pingpong=1)),
-    Case(2, 64, 9, 11, 136, 1, 1, dtype="fp16", layout="nhwc", bias=True, residual=True,
-         algo="gemm_1x1_ws", config=LaunchConfig(192, 112, 64, 8, 4, 4)),
-    Case(2, 128, 9, 11, 136, 1, 1, dtype="fp16", layout="nhwc", bias=True,
-         algo="gemm_1x1_ws", config=LaunchConfig(64, 48, 64, 8, 4, 4, resident=1)),
-    Case(4, 96, 14, 14, 200, 1, 1, dtype="tf32", layout="nhwc", bias=True,
-         algo="gemm_1x1_ws", config=LaunchConfig(64, 112, 32, 8, 4, 4)),
     # depthwise_halo (Gluon: skipped under the interpreter): 8x8 tiles over a 13x10 output (row
     # and column tails), C = 48 in 32-channel blocks (a masked tail), the whole epilogue.
     Case(2, 48, 13, 10, 48, 3, 3, padding=1, groups=48, dtype="fp16", layout="nhwc", bias=True, residual=True,
@@ -1282,14 +1264,10 @@ def test_harness_catches_unwritten_and_wrong_outputs(device: str, seed: int):
     (LaunchConfig(192, 128, 64, 8, 8, 4), 1, "num_warps=8"),
     (LaunchConfig(96, 128, 64, 8, 4, 4), 1, "block_m=96"),
     (LaunchConfig(192, 128, 64, 8, 4, 4), 2, "stride=(2, 2)"),
-    (LaunchConfig(64, 120, 64, 8, 4, 4), 1, "block_n=120: gemm_1x1_ws takes a power of two, or a multiple of 16 up to 256"),
-    (LaunchConfig(64, 272, 64, 8, 4, 4), 1, "block_n=272"),
-    (LaunchConfig(64, 240, 64, 8, 4, 4), 1, "block_n=240: .* a sum of at most 3"),  # 128 + 64 + 32 + 16
 ])
 def test_ws_row_slices_reject_what_they_cannot_run(config: LaunchConfig, stride: int, fragment: str):
     """gemm_1x1_ws's 192-row tiles (three MMA warpgroups of 64 rows each) run stride 1, one
-    warpgroup a slice, without ping-pong; other tiles are powers of two; a tile's width is a power
-    of two or a multiple of 16 (a narrow tile's weight boxes) up to one wgmma's 256. The launcher says so,
+    warpgroup a slice, without ping-pong; other tiles are powers of two. The launcher says so,
     naming the setting, before it touches a tensor (so this runs on any machine)."""
     from tileconv.kernels.launch import launch_gemm_1x1_ws
 
@@ -1299,27 +1277,6 @@ def test_ws_row_slices_reject_what_they_cannot_run(config: LaunchConfig, stride:
     out = torch.full(problem.output_shape, 7.0, dtype=torch.float16).to(memory_format=torch.channels_last)
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         launch_gemm_1x1_ws(problem, x, torch.empty(problem.weight_shape, dtype=torch.float16), None, None, out, config)
-    assert bool((out == 7.0).all())
-
-
-def test_narrow_tiles_are_gemm_1x1_ws_alone():
-    """A tile width that is not a power of two (gemm_1x1_ws's narrow tiles) multiplies the power
-    of two above it (``LaunchConfig.acc_n``), which the ring's bytes count; implicit_gemm_ws takes
-    powers of two only, and says so before it touches a tensor."""
-    from tileconv.kernels.launch import launch_implicit_gemm_ws
-
-    narrow = LaunchConfig(64, 112, 64, 8, 4, 8)
-    assert (narrow.acc_n, LaunchConfig(64, 128).acc_n, LaunchConfig(64, 80).acc_n, LaunchConfig(64, 16).acc_n) == (
-        128, 128, 128, 16)
-    assert narrow.ring_bytes(2) == LaunchConfig(64, 128, 64, 8, 4, 8).ring_bytes(2) == 8 * (64 + 128) * 64 * 2
-    assert replace(narrow, resident=1).ring_bytes(2, channels=640) == (8 * 64 + 10 * 128) * 64 * 2
-    problem = problem_from_arguments(torch.empty(2, 16, 8, 8, dtype=torch.float16).to(memory_format=torch.channels_last),
-                                     torch.empty(224, 16, 3, 3, dtype=torch.float16), padding=1)
-    x = torch.empty(problem.input_shape, dtype=torch.float16).to(memory_format=torch.channels_last)
-    out = torch.full(problem.output_shape, 7.0, dtype=torch.float16).to(memory_format=torch.channels_last)
-    with pytest.raises(ValueError, match="block_n=112: implicit_gemm_ws takes a power of two"):
-        launch_implicit_gemm_ws(problem, x, torch.empty(problem.weight_shape, dtype=torch.float16), None, None, out,
-                                narrow)
     assert bool((out == 7.0).all())
 
 

@@ -14,7 +14,7 @@ class LaunchConfig:
     """Tile sizes and launch parameters of one kernel launch."""
 
     block_m: int = 64  # output pixels per program
-    block_n: int = 64  # output channels per program (gemm_1x1_ws: any multiple of 16, see acc_n)
+    block_n: int = 64  # output channels per program
     block_k: int = 32  # input channels per reduction step (implicit GEMM only)
     group_m: int = 8  # tile-order swizzle width (implicit GEMM only)
     num_warps: int = 4
@@ -28,13 +28,6 @@ class LaunchConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    @property
-    def acc_n(self) -> int:
-        """The accumulator's (and the weight buffers') columns: ``block_n`` rounded up to a power of
-        two. A narrower tile (gemm_1x1_ws's 64x112) multiplies the wider accumulator and keeps only
-        its own columns: Triton's and Gluon's tensors have power-of-two shapes."""
-        return 1 << (self.block_n - 1).bit_length()
-
     def ring_bytes(self, itemsize: int, block_k: int | None = None, channels: int = 0) -> int:
         """Bytes of the GEMM kernels' operand ring: ``num_stages`` copies of an A (block_m x block_k)
         and a B (block_k x block_n) tile; ``block_k``: the kernel's own channel block where its
@@ -42,8 +35,8 @@ class LaunchConfig:
         the held weight slice: ``channels`` (the reduction, R*S*C) in whole blocks of block_k, block_n wide."""
         block_k = self.block_k if block_k is None else block_k
         if self.resident:
-            return (self.num_stages * self.block_m + -(-channels // block_k) * self.acc_n) * block_k * itemsize
-        return self.num_stages * (self.block_m + self.acc_n) * block_k * itemsize
+            return (self.num_stages * self.block_m + -(-channels // block_k) * self.block_n) * block_k * itemsize
+        return self.num_stages * (self.block_m + self.block_n) * block_k * itemsize
 
     @classmethod
     def from_dict(cls, data: dict) -> LaunchConfig:

@@ -25,13 +25,6 @@ convolutions do:
   no single power-of-two accumulator has, which covers some ResNet-50 GEMMs in one exact wave
   of 132 SMs (c1024 hw14 k512: 33 x 4 tiles of 192x128, against 98 of 128x256).
 
-- or (gemm_1x1_ws) a tile BLOCK_N wide that is not a power of two (a multiple of 16: 112 =
-  64 + 32 + 16), where that fills the SMs' one wave and no power of two does (cuBLAS's 64x112 on
-  ResNet-50's c2048 hw7 k512: 125 tiles on 132 SMs, against 100 of 64x128 that take 9% more
-  bytes each into their SMs). The accumulator stays the next power of two wide (``ACC_N``); the
-  weight tile is copied in one box a power of two of BLOCK_N (at most three), the buffers' rows
-  past BLOCK_N are zeroed once and never copied, and their columns of the sums are not stored.
-
 - or (both kernels, ``RESIDENT``) the weight slice of a program's output channels held in shared
   memory for the program's whole life (BLOCK_N x R*S*C, in BLOCK_K chunks): the programs are
   dealt out over the N slices (the grid a multiple of their count, each program walking M tiles
@@ -70,44 +63,6 @@ def _tile_coords(tile, num_m, num_n, GROUP_M: gl.constexpr, RESIDENT: gl.constex
     else:
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
     return pid_m, pid_n
-
-
-@gluon.jit
-def _copy_weight_tile(w_desc, w_desc2, w_desc3, row, col, bar, buf, BLOCK_N: gl.constexpr):
-    """Copy the weight tile of BLOCK_N rows from (``row``, ``col``) into the first BLOCK_N rows of
-    ``buf`` (counted on ``bar``): one box where ``w_desc``'s box is the tile; else (a narrow tile)
-    one box a power of two of BLOCK_N, largest first (``w_desc``'s, ``w_desc2``'s, then, where
-    they leave rows, ``w_desc3``'s), each into its rows of the buffer (the 128-byte swizzle's
-    phase comes from the address, which a multiple of 8 rows keeps)."""
-    BOX: gl.constexpr = w_desc.block_type.shape[0]
-    BOX2: gl.constexpr = w_desc2.block_type.shape[0]
-    BOX3: gl.constexpr = w_desc3.block_type.shape[0]
-    if BOX == BLOCK_N:
-        tma.async_copy_global_to_shared(w_desc, [row, col], bar, buf)
-    else:
-        tma.async_copy_global_to_shared(w_desc, [row, col], bar, buf.slice(0, BOX))
-        tma.async_copy_global_to_shared(w_desc2, [row + BOX, col], bar, buf.slice(BOX, BOX2))
-        if BOX + BOX2 < BLOCK_N:
-            tma.async_copy_global_to_shared(w_desc3, [row + BOX + BOX2, col], bar, buf.slice(BOX + BOX2, BOX3))
-
-
-@gluon.jit
-def _zero_rows_past(b_bufs, ROWS: gl.constexpr, PIECE: gl.constexpr, NUM_WARPS: gl.constexpr):
-    """Zero every buffer's rows from ROWS on (rows no copy ever writes: a narrow tile's columns of
-    the accumulator past its own, whose sums are discarded), in pieces of PIECE rows (a power of
-    two dividing ROWS and the buffers' rows); then make the stores visible to wgmma (the async
-    proxy) and to every MMA thread."""
-    BUFS: gl.constexpr = b_bufs.type.shape[0]
-    ACC_N: gl.constexpr = b_bufs.type.shape[1]
-    BLOCK_K: gl.constexpr = b_bufs.type.shape[2]
-    PIECES: gl.constexpr = (ACC_N - ROWS) // PIECE
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
-    zeros = gl.zeros([PIECE, BLOCK_K], b_bufs.dtype, layout)
-    for i in gl.static_range(BUFS):
-        for j in gl.static_range(PIECES):
-            b_bufs.index(i).slice(ROWS + j * PIECE, PIECE).store(zeros)
-    fence_async_shared()
-    gl.thread_barrier()
 
 
 @gluon.jit
@@ -182,16 +137,6 @@ def _loader_partition(
                     it += 1
                 ptrs += col_step
             tap_row_ptrs += row_step
-
-
-@gluon.jit
-def _tile_columns(offs, first, K, BLOCK_N: gl.constexpr, ACC_N: gl.constexpr):
-    """Which of the accumulator's output channels ``offs`` (from ``first``, the tile's first) are
-    the tile's to store: those under K, and (a narrow tile) under first + BLOCK_N."""
-    mask = offs < K
-    if ACC_N > BLOCK_N:
-        mask = mask & (offs < first + BLOCK_N)
-    return mask
 
 
 @gluon.jit
@@ -298,9 +243,8 @@ def _mma_partition(
     gl.static_assert(SLICES == 1 or (BOX_Q == 0 and CONSUMERS == 1), "row slices: pixel-run tiles, no ping-pong")
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
-    ACC_N: gl.constexpr = b_bufs.type.shape[1]  # the accumulator's columns: BLOCK_N, or the power of two above it
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
-                                                        instr_shape=[16, ACC_N, MMA_K])
+                                                        instr_shape=[16, BLOCK_N, MMA_K])
     # The epilogue's layout: each thread 8 consecutive output channels (16-byte fp16 stores).
     out_layout: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [NUM_WARPS, 1], [1, 0])
     num_n = gl.cdiv(K, BLOCK_N)
@@ -312,7 +256,7 @@ def _mma_partition(
         pid_m, pid_n = _tile_coords(tile, num_m, num_n, GROUP_M, RESIDENT)
         if CONSUMERS == 2:  # my turn: the other consumer's main loop is over (consumer 0 starts)
             mbarrier.wait(turn.index(CONSUMER), (own & 1) ^ (1 - CONSUMER))
-        acc = gl.zeros([SLICE_M, ACC_N], gl.float32, layout=mma_layout)
+        acc = gl.zeros([SLICE_M, BLOCK_N], gl.float32, layout=mma_layout)
         for step in range(steps):
             stage = it % STAGES
             mbarrier.wait(ready.index(stage), (it // STAGES) & 1)
@@ -341,8 +285,7 @@ def _mma_partition(
             mbarrier.arrive(turn.index(1 - CONSUMER))
         own += 1
 
-        offs_k = pid_n * BLOCK_N + gl.arange(0, ACC_N, layout=gl.SliceLayout(0, out_layout))
-        mask_k = _tile_columns(offs_k, pid_n * BLOCK_N, K, BLOCK_N, ACC_N)
+        offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
         # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
         tile_out = out_ptr + (pid_n * BLOCK_N // fold_k).to(gl.int64) * fold_jump
         img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
@@ -351,19 +294,19 @@ def _mma_partition(
                                       M, PI, P, Q, BOX_Q, INT64)
         if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
             store_output_tile(gl.convert_layout(acc, out_layout), tile_out, bias_ptr, res_ptr, n, p, q, mask_m,
-                              offs_k, mask_k, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
+                              offs_k, offs_k < K, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL)
         else:
             # Bias and activation in the MMA's own layout, the cast before the layout conversion:
             # half the bytes through shared memory while the tensor cores wait (the same values).
-            offs_b = pid_n * BLOCK_N + gl.arange(0, ACC_N, layout=gl.SliceLayout(0, mma_layout))
-            acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, _tile_columns(offs_b, pid_n * BLOCK_N, K, BLOCK_N, ACC_N),
-                              0, False, alpha, beta, ACTIVATION, HAS_BIAS, False)
+            offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+            acc = epilogue_at(acc, bias_ptr, res_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
+                              ACTIVATION, HAS_BIAS, False)
             if EPI_TMA:  # from the MMA layout into shared memory, out by the copy engine
                 _store_tile_tma(acc.to(out_desc.dtype), out_desc, epi, 2 * SLICE, row, pid_n * BLOCK_N, own - 1)
             else:
                 out = gl.convert_layout(acc.to(out_ptr.dtype.element_ty), out_layout)
-                store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, mask_k,
+                store_output_tile(out, tile_out, bias_ptr, res_ptr, n, p, q, mask_m, offs_k, offs_k < K,
                                   stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp,
                                   stride_rq, alpha, beta, 0, False, False)
     if EPI_TMA:
@@ -448,7 +391,7 @@ def conv2d_implicit_gemm_ws_kernel(
 
 @gluon.jit
 def _tma_loader_partition(
-    x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+    x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     BOX_Q: gl.constexpr, SLICES: gl.constexpr, held, RESIDENT: gl.constexpr,
 ):
@@ -463,7 +406,7 @@ def _tma_loader_partition(
     flattened), not on the box's shape."""
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
-    W_BYTES: gl.constexpr = BLOCK_N * (w_desc.block_type.nbytes // w_desc.block_type.shape[0])  # (a narrow tile: boxes)
+    W_BYTES: gl.constexpr = w_desc.block_type.nbytes
     nbytes: gl.constexpr = SLICES * x_desc.block_type.nbytes + (0 if RESIDENT else W_BYTES)
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
@@ -476,12 +419,12 @@ def _tma_loader_partition(
             if RESIDENT:
                 if it < steps:  # the program's first tile: weight chunk ``step``, held from now on
                     mbarrier.expect(held.index(step), W_BYTES)
-                    _copy_weight_tile(w_desc, w_desc2, w_desc3, pid_n * BLOCK_N, step * BLOCK_K, held.index(step), b_bufs.index(step),
-                                      BLOCK_N)
+                    tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], held.index(step),
+                                                    b_bufs.index(step))
                 mbarrier.expect(bar, nbytes)
             else:
                 mbarrier.expect(bar, nbytes)
-                _copy_weight_tile(w_desc, w_desc2, w_desc3, pid_n * BLOCK_N, step * BLOCK_K, bar, b_bufs.index(stage), BLOCK_N)
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
             if BOX_Q == 0:
                 for j in gl.static_range(SLICES):
                     tma.async_copy_global_to_shared(x_desc, [row + j * SLICE_M, step * BLOCK_K], bar,
@@ -496,9 +439,7 @@ def _tma_loader_partition(
 def conv1x1_ws_kernel(
     x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M // SLICES, BLOCK_K); or (BOX_Q > 0) over
              # the strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
-    w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K); a narrow tile's
-             # (ACC_N > BLOCK_N): block (BLOCK_N's largest power of two, BLOCK_K)
-    w_desc2, w_desc3,  # a narrow tile's: blocks of its next powers of two (stand-ins where it has none)
+    w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
     out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M // SLICES, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
     M, K, C, P, Q, num_m, PI,  # M = N*P*Q; num_m M tiles (the host's count); PI: the box grid's rows (common.tile_origin)
@@ -507,7 +448,6 @@ def conv1x1_ws_kernel(
     alpha, beta,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr, HAS_RESIDUAL: gl.constexpr,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    ACC_N: gl.constexpr,  # the accumulator's columns: BLOCK_N, or (a narrow tile) the power of two above it
     BOX_Q: gl.constexpr,  # 0: stride 1, x a 2D matrix; else the box's columns
     STAGES: gl.constexpr, LOADER_REGS: gl.constexpr, MMA_K: gl.constexpr, NUM_WARPS: gl.constexpr,
     CONSUMERS: gl.constexpr, CONSUMER_REGS: gl.constexpr, INT64: gl.constexpr,
@@ -526,15 +466,12 @@ def conv1x1_ws_kernel(
     B_BUFS: gl.constexpr = RESIDENT if RESIDENT else STAGES
     a_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([SLICE_M, BLOCK_K], dtype)
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES * SLICES, SLICE_M, BLOCK_K], a_layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [B_BUFS, ACC_N, BLOCK_K], w_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [B_BUFS, BLOCK_N, BLOCK_K], w_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     held = _held_barriers(turn, RESIDENT)
     out_tma, epi = _epilogue_buffers(out_desc, w_desc, turn, EPI_TMA, SLICES)
-    gl.static_assert(ACC_N == BLOCK_N or not EPI_TMA, "a narrow tile leaves by pointer stores")
-    if ACC_N > BLOCK_N:  # a narrow tile: the weight buffers' rows past it, never copied, zero
-        _zero_rows_past(b_bufs, BLOCK_N, BLOCK_N & -BLOCK_N, NUM_WARPS)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(STAGES):
@@ -550,7 +487,7 @@ def conv1x1_ws_kernel(
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT)),
-            (_tma_loader_partition, (x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
@@ -567,7 +504,7 @@ def conv1x1_ws_kernel(
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
-            (_tma_loader_partition, (x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
         ], [1], [LOADER_REGS])
     else:
@@ -576,7 +513,7 @@ def conv1x1_ws_kernel(
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                               MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
-            (_tma_loader_partition, (x_desc, w_desc, w_desc2, w_desc3, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,

@@ -689,12 +689,11 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     as the (N*P*Q, K) matrix, block (rows, EPI_N) with rows a tile's (a row slice's: :func:`ws_slices`)
     and EPI_N the columns of 128 bytes (two such buffers a slice: 2 * BLOCK_M rows in all); None
     where the tile leaves by pointer stores instead: a residual (read in the stores' layout),
-    ping-pong (two consumers would share the buffers), box tiles (``box_q``), a narrow tile
-    (``config.acc_n``: its chunks would cross into the next tile's columns), an output that is
+    ping-pong (two consumers would share the buffers), box tiles (``box_q``), an output that is
     not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
     no room for the two chunk buffers."""
     epi_n = ws_epilogue_columns(problem, config)
-    if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n or config.acc_n > config.block_n
+    if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n
             or ws_tma_store_bytes(problem, config, block_k) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE):
         return None
     out2d = out.permute(0, 2, 3, 1)
@@ -738,12 +737,6 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
     if config.block_m & (config.block_m - 1) and (name != "gemm_1x1_ws" or slices == 1 or config.pingpong):
         raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
                          + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
-    if config.block_n & (config.block_n - 1) and (name != "gemm_1x1_ws" or config.block_n % WS_NARROW_STEP
-                                                  or config.block_n > WS_MAX_BLOCK_N
-                                                  or len(ws_weight_boxes(config.block_n)) > WS_NARROW_BOXES):
-        raise ValueError(f"config block_n={config.block_n}: {name} takes a power of two"
-                         + (f", or a multiple of {WS_NARROW_STEP} up to {WS_MAX_BLOCK_N} that is a sum of at most "
-                            f"{WS_NARROW_BOXES}" if name == "gemm_1x1_ws" else ""))
     options = dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
                    NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
                    CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
@@ -757,19 +750,6 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
 
 # gemm_1x1_ws's loader: one warp issuing bulk copies (a tile index and a few coordinates).
 WS_TMA_LOADER_REGS = 40
-# gemm_1x1_ws's tile widths: powers of two, or narrow tiles (LaunchConfig.acc_n) in steps of 16
-# output channels up to one wgmma's 256, whose weight tile goes in one box a power of two of the
-# width (at most three: 112 = 64 + 32 + 16). Seven 16-row boxes a stage for 64x112 measured 14.7
-# us on c2048 hw7 k512 against 64x128's 13.2 (H200, session 52).
-WS_NARROW_STEP = 16
-WS_MAX_BLOCK_N = 256
-WS_NARROW_BOXES = 3
-
-
-def ws_weight_boxes(block_n: int) -> list[int]:
-    """The rows of gemm_1x1_ws's weight boxes for a tile ``block_n`` wide: its powers of two,
-    largest first (one box for a power of two)."""
-    return [1 << bit for bit in reversed(range(block_n.bit_length())) if block_n >> bit & 1]
 
 
 def gemm_1x1_ws_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -802,22 +782,19 @@ def launch_gemm_1x1_ws(
     views = _gemm_1x1_views(problem, x, out, config)
     programs, held = _ws_grid(problem, config, config.block_k, views.m_tiles, out.device)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
-        # (a 192-row tile is the slices', a narrow one the wider accumulator's; the implicit GEMM
-        # takes 128 and 64 rows and powers of two)
-        fallback = replace(config, block_m=128 if ws_slices(config) > 1 else config.block_m, block_n=config.acc_n)
+        # (a 192-row tile is the slices'; the implicit GEMM takes 128 and 64 rows)
+        fallback = replace(config, block_m=128) if ws_slices(config) > 1 else config
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, fallback)
     a_block = [views.a_block[0] // ws_slices(config), *views.a_block[1:]]  # a row slice's (stride 1 only)
     a_desc = _gluon_descriptor(views.a, a_block, problem)
-    # A narrow tile's weight in one box a power of two of its width (stand-ins where it has fewer than three).
-    w_descs = [_gluon_descriptor(b2d, [rows, config.block_k], problem) for rows in ws_weight_boxes(config.block_n)]
-    w_descs += w_descs[:1] * (WS_NARROW_BOXES - len(w_descs))
+    w_desc = _gluon_descriptor(b2d, [config.block_n, config.block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
     return launch(conv1x1_ws_kernel, (programs,),
-                  a_desc, *w_descs, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+                  a_desc, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
                   views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-                  ACC_N=config.acc_n, BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None,
+                  BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None,
                   RESIDENT=held, **options)
 
 
