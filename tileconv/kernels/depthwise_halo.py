@@ -96,21 +96,6 @@ def conv2d_depthwise_halo_kernel(
     if INT64:
         n = n.to(gl.int64)
 
-    # The bias and (``WEIGHT_REGISTERS``: R*S x VEC values a thread fit) the filter, one [BLOCK_C]
-    # vector a tap, loaded before the copies are issued and converted to fp32 once they are in,
-    # so that their latency runs under the copies'. Issued after the copies, ptxas left six of
-    # c192 hw28/1's ten bias and filter loads behind the copies' wait in the bias + ReLU variant,
-    # their latency on top of the copies' (session 52, offline sm_90 SASS).
-    c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
-    mask_c = c_idx < C
-    if HAS_BIAS:
-        bias_raw = gl.load(bias_ptr + c_idx, mask=mask_c, other=0.0)
-    if WEIGHT_REGISTERS:
-        taps_raw = ()
-        for t in gl.static_range(R * S):
-            taps_raw = taps_raw + (gl.load(w_ptr + c_idx + ((t // S) * stride_wr + (t % S) * stride_ws), mask=mask_c,
-                                           other=0.0),)
-
     # The halo: pixel (hh, ww) at row hh*WW + ww, zeros outside the image and past C.
     # Copied in chunks of CHUNK pixels (views have power-of-two shapes; the halo need not).
     CHUNKS: gl.constexpr = (HH * WW + CHUNK - 1) // CHUNK
@@ -138,7 +123,19 @@ def conv2d_depthwise_halo_kernel(
                                                mask=inside[:, None] & (cx < c_end)[None, :])
     async_copy.commit_group()
 
-    if not WEIGHT_REGISTERS:  # the filter as fp32 in a shared-memory table, tap t at row t, while the copies fly
+    # The filter as fp32, while the copies fly: one [BLOCK_C] register vector a tap where they fit
+    # (WEIGHT_REGISTERS), else tap t at row t of a shared-memory table; the bias likewise (read
+    # after the copies' wait, its latency came on top of theirs in every program).
+    c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
+    mask_c = c_idx < C
+    if HAS_BIAS:
+        bias = gl.load(bias_ptr + c_idx, mask=mask_c, other=0.0).to(gl.float32)
+    if WEIGHT_REGISTERS:
+        taps = ()
+        for t in gl.static_range(R * S):
+            taps = taps + (gl.load(w_ptr + c_idx + ((t // S) * stride_wr + (t % S) * stride_ws), mask=mask_c,
+                                   other=0.0).to(gl.float32),)
+    else:
         weights = gl.allocate_shared_memory(gl.float32, [TAPS, BLOCK_C], PLANE)
         tap = gl.arange(0, TAPS, layout=gl.SliceLayout(1, WL))
         cw = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, WL))
@@ -148,12 +145,6 @@ def conv2d_depthwise_halo_kernel(
         weight_rows = weights._reinterpret(gl.float32, [TAPS, BLOCK_C], ROW)
     async_copy.wait_group(0)
     gl.thread_barrier()  # every thread's copies and stores are in before any thread reads them
-    if HAS_BIAS:
-        bias = bias_raw.to(gl.float32)
-    if WEIGHT_REGISTERS:
-        taps = ()
-        for t in gl.static_range(R * S):
-            taps = taps + (taps_raw[t].to(gl.float32),)
 
     # Row views: index i is halo pixel i (or tap i), a [BLOCK_C] vector.
     halo_rows = halo._reinterpret(x_ptr.dtype.element_ty, [CHUNKS * CHUNK, BLOCK_C], ROW)

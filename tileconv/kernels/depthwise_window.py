@@ -462,13 +462,12 @@ def _feed(pending, row, taps, zero, FIRST: tl.constexpr, LAST: tl.constexpr, R: 
 def _finish(acc, p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alpha, beta,
             ACTIVATION: tl.constexpr, HAS_RESIDUAL: tl.constexpr, OUT_DTYPE: tl.constexpr, INT64: tl.constexpr):
     """Output row ``p`` (``acc``, complete) through the fused epilogue (common.epilogue_at's
-    order: + bias, + residual, activation) into the output. ReLU is the NaN-propagating max,
-    which ptxas folds into the 16-bit conversion (common.apply_activation's FOLD_RELU)."""
+    order: + bias, + residual, activation) into the output."""
     ok = q_ok & (p < P)
     if INT64:
         p = p.to(tl.int64)
     out = acc + bias
     if HAS_RESIDUAL:
         out += tl.load(res_tile + p * stride_rp, mask=ok, other=0.0).to(tl.float32)
-    out = apply_activation(out, ACTIVATION, alpha, beta, FOLD_RELU=True)
+    out = apply_activation(out, ACTIVATION, alpha, beta)
     tl.store(out_tile + p * stride_op, out.to(OUT_DTYPE), mask=ok)
