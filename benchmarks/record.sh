@@ -5,6 +5,13 @@
 #   bash benchmarks/record.sh verify     verify 2000 random cases
 #   bash benchmarks/record.sh verify-bwd verify --pass bwd: 600 random cases' gradients, every backward algorithm
 #   bash benchmarks/record.sh forward    tune, bench all, epilogues, bf16, NCHW, host cost
+#   bash benchmarks/record.sh issue4     every figure issue 4 asks for, fp16 NHWC unless said: resnet50 untuned
+#                                        (the heuristics), tune --suite resnet50 (timed), resnet50 tuned, both
+#                                        epilogues against eager, host cost and first call, seed and vae tuned,
+#                                        bf16 tuned, NCHW untuned
+#   bash benchmarks/record.sh issue5     every figure issue 5 asks for: the depthwise and grouped suites
+#                                        untuned, seed003 in fp16 NHWC and strict fp32 NCHW, the fused epilogue's
+#                                        cost on the depthwise suite (benchmarks/probe_epilogue.py)
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
 #   bash benchmarks/record.sh fp32       tune + bench tf32 and strict fp32, NHWC and NCHW (DTYPES, LAYOUTS pick)
 #   bash benchmarks/record.sh nchw       NCHW input: GPU tests of staged_nhwc, resnet50 fp16 (heuristics, tuned), tf32
@@ -235,6 +242,41 @@ ws-tf32)
         TAILN=3 step "$suite-tf32" 60 python -m tileconv bench --suite $suite --dtype tf32 \
             --json "$R/$suite-tf32-nhwc.json"
     done
+    save
+    ;;
+issue4)
+    TAILN=3 step r50-heuristics 75 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc-heuristics.json"
+    save
+    TAILN=3 step tune-r50 90 python -m tileconv tune --suite resnet50
+    save
+    TAILN=3 step r50 60 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc.json" \
+        --plot "$R/resnet50-float16-nhwc.png"
+    for epilogue in bias_relu bias_add_relu; do
+        TAILN=3 step "epilogue-$epilogue" 60 python -m tileconv bench --suite resnet50 --epilogue $epilogue \
+            --json "$R/resnet50-$epilogue.json"
+    done
+    save
+    TAILN=8 step host-cost 50 python -m tileconv bench --host-cost --suite resnet50 --json "$R/host.json"
+    TAILN=2 step tune-seed 60 python -m tileconv tune --suite seed
+    TAILN=2 step tune-vae 60 python -m tileconv tune --suite vae
+    save
+    TAILN=4 step seed 45 python -m tileconv bench --suite seed --repeat 5 --json "$R/seed-float16-nhwc.json"
+    TAILN=3 step vae 45 python -m tileconv bench --suite vae --json "$R/vae-float16-nhwc.json"
+    save
+    TAILN=2 step tune-bf16 75 python -m tileconv tune --suite resnet50 --dtype bfloat16
+    TAILN=3 step bf16 45 python -m tileconv bench --suite resnet50 --dtype bfloat16 --json "$R/resnet50-bf16.json"
+    save
+    TAILN=3 step nchw-heuristics 50 python -m tileconv bench --suite resnet50 --layout nchw \
+        --json "$R/resnet50-float16-nchw-heuristics.json"
+    save
+    ;;
+issue5)
+    TAILN=3 step dw-heuristics 90 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json" \
+        --plot "$R/depthwise-heuristics.png"
+    TAILN=3 step grouped-heuristics 60 python -m tileconv bench --suite grouped --json "$R/grouped-heuristics.json"
+    seed003_rows
+    save
+    TAILN=20 step epilogue-cost 120 python benchmarks/probe_epilogue.py --suite depthwise --json "$R/epilogue-cost.json"
     save
     ;;
 direct)
