@@ -587,6 +587,36 @@ def test_nchw_rules_pick_only_what_can_run():
         assert choose_algorithm(replace(small, layout="nhwc")) != choose_algorithm(small)
 
 
+def test_deep_narrow_1x1_layers_take_gemm_1x1_ws_on_hopper(monkeypatch):
+    """On a Hopper GPU (faked: this runs on any machine) the 16-bit stride-1 1x1 layers of at least
+    256 input channels to outputs at most 28 wide run on gemm_1x1_ws untuned, each with the tile
+    that `tune --suite resnet50` chose for it on an H200 in sessions 51 and 52; the 56-wide ones,
+    the 128-channel one, TF32 and NCHW keep their kernels; without a Hopper nothing changes."""
+    from tileconv.kernels import launch
+
+    resnet = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("resnet50")}
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: False)
+    assert all(choose_algorithm(problem) != "gemm_1x1_ws" for problem in resnet.values())
+    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    tuned = {  # (block_m, block_n, num_stages) of the tuner's winners
+        "r50 c512 hw28 k128 1x1/1": (64, 128, 8), "r50 c512 hw28 k256 1x1/1": (128, 128, 6),
+        "r50 c256 hw14 k1024 1x1/1": (128, 128, 6), "r50 c1024 hw14 k256 1x1/1": (128, 128, 6),
+        "r50 c1024 hw14 k512 1x1/1": (64, 128, 8), "r50 c512 hw7 k2048 1x1/1": (128, 128, 6),
+        "r50 c2048 hw7 k512 1x1/1": (64, 128, 8),
+    }
+    for name, problem in resnet.items():
+        chosen = choose_algorithm(problem)
+        if name in tuned:
+            config = default_config(problem, chosen)
+            assert (chosen, (config.block_m, config.block_n, config.num_stages)) == ("gemm_1x1_ws", tuned[name]), name
+            assert choose_algorithm(replace(problem, dtype=torch.bfloat16)) == "gemm_1x1_ws", name
+            assert choose_algorithm(replace(problem, dtype=torch.float32, allow_tf32=True)) != "gemm_1x1_ws", name
+            assert choose_algorithm(replace(problem, layout="nchw")) != "gemm_1x1_ws", name
+        elif problem.r == 1 and problem.stride == (1, 1):  # 56 wide, or 128 channels
+            assert chosen != "gemm_1x1_ws" and (problem.out_w > 28 or problem.c < 256), name
+
+
 def test_near_equal_candidates_are_timed_again_and_the_best_median_wins(device, monkeypatch):
     """One reading each put `second` 2% ahead of `first`; both are timed twice more, taking
     turns, and `first` wins on its median. A candidate 10% behind is not timed again."""

@@ -95,7 +95,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     up to 3x3), else 'grouped_gemm'. Dense with few channels on both sides:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
-    'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters: 'gemm_1x1_ws';
+    'gemm_1x1_nchw', 'staged_nhwc'. On Hopper, strided unpadded 1x1 filters, and 16-bit stride-1
+    ones over many channels to narrow outputs (:func:`ws_1x1_pays`): 'gemm_1x1_ws';
     filters whose frame fits the output's width (:func:`frame_pays`: stride 1, and stride 2 on outputs
     at most 16 wide): 'implicit_gemm_frame';
     narrow outputs: 'implicit_gemm_ws'. Everything else: 'implicit_gemm'."""
@@ -186,6 +187,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
         return "im2row_ws" if im2row_ws_pays(problem) else "im2row"
     if problem.stride != (1, 1) and gemm_1x1_ws_unsupported_reason(problem) is None:
         return "gemm_1x1_ws"  # strided 1x1 on Hopper: see GEMM_1X1_WS_PINGPONG
+    if ws_1x1_pays(problem):
+        return "gemm_1x1_ws"  # deep, narrow stride-1 1x1 on Hopper: see WS_1X1_MIN_CHANNELS
     if frame_pays(problem):
         return "implicit_gemm_frame"
     if ws_pays(problem):
@@ -290,6 +293,28 @@ def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig):
         return frame_tiling(problem, config)
     except ValueError:
         return None
+
+
+# gemm_1x1_ws on ResNet-50's stride-1 1x1 rows (H200, fp16 NHWC, batch 32): `tune --suite resnet50`
+# chose it, with the tile :func:`_ws_config` gives, on every such row of at least 256 input channels
+# to an output at most 28 wide, in sessions 51 and 52 alike (session 52's tuning, heuristics of then
+# against tuned: c2048 hw7 k512 on implicit_gemm_ws 14.9 us against 13.2 at 64x128 x 8; c512 hw7
+# k2048 implicit_gemm_ws 14.7 / 13.3 at 128x128 x 6; gemm_1x1 against it: c1024 hw14 k512 19.7 / 17.3
+# at 64x128 x 8, c1024 hw14 k256 13.9 / 13.4, c256 hw14 k1024 13.3 / 13.1, c512 hw28 k256 20.8 /
+# 19.3 at 128x128 x 6; c512 hw28 k128 17.4 against 16.7 at 64x128 x 8 in session 51's
+# probe_ring_depth). On the 56-wide rows gemm_1x1 won; with 128 channels or fewer the tuner's tile
+# was not _ws_config's, and TF32 was not measured.
+WS_1X1_MIN_CHANNELS = 256
+WS_1X1_MAX_WIDTH = 28
+
+
+def ws_1x1_pays(problem: ConvProblem) -> bool:
+    """Whether an unpadded stride-1 1x1 problem should run on ``gemm_1x1_ws`` untuned: a Hopper GPU,
+    16-bit channels_last, at least :data:`WS_1X1_MIN_CHANNELS` input channels, an output at most
+    :data:`WS_1X1_MAX_WIDTH` wide."""
+    return (problem.r * problem.s == 1 and problem.stride == (1, 1) and problem.layout == "nhwc"
+            and problem.itemsize == 2 and problem.c >= WS_1X1_MIN_CHANNELS and problem.out_w <= WS_1X1_MAX_WIDTH
+            and gemm_1x1_ws_unsupported_reason(problem) is None)
 
 
 def ws_pays(problem: ConvProblem) -> bool:
