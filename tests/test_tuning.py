@@ -590,7 +590,8 @@ def test_nchw_rules_pick_only_what_can_run():
 def test_deep_narrow_1x1_layers_take_gemm_1x1_ws_on_hopper(monkeypatch):
     """On a Hopper GPU (faked: this runs on any machine) the 16-bit stride-1 1x1 layers of at least
     256 input channels to outputs at most 28 wide run on gemm_1x1_ws untuned, each with the tile
-    that `tune --suite resnet50` chose for it on an H200 in sessions 51 and 52; the 56-wide ones,
+    that `tune --suite resnet50` chose for it on an H200 in sessions 51 and 52 (on gemm_1x1_ws but
+    for c512 hw28 k128's, on implicit_gemm_ws there, about as fast); the 56-wide ones,
     the 128-channel one, TF32 and NCHW keep their kernels; without a Hopper nothing changes."""
     from tileconv.kernels import launch
 

@@ -295,15 +295,16 @@ def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig):
         return None
 
 
-# gemm_1x1_ws on ResNet-50's stride-1 1x1 rows (H200, fp16 NHWC, batch 32): `tune --suite resnet50`
-# chose it, with the tile :func:`_ws_config` gives, on every such row of at least 256 input channels
-# to an output at most 28 wide, in sessions 51 and 52 alike (session 52's tuning, heuristics of then
-# against tuned: c2048 hw7 k512 on implicit_gemm_ws 14.9 us against 13.2 at 64x128 x 8; c512 hw7
-# k2048 implicit_gemm_ws 14.7 / 13.3 at 128x128 x 6; gemm_1x1 against it: c1024 hw14 k512 19.7 / 17.3
-# at 64x128 x 8, c1024 hw14 k256 13.9 / 13.4, c256 hw14 k1024 13.3 / 13.1, c512 hw28 k256 20.8 /
-# 19.3 at 128x128 x 6; c512 hw28 k128 17.4 against 16.7 at 64x128 x 8 in session 51's
-# probe_ring_depth). On the 56-wide rows gemm_1x1 won; with 128 channels or fewer the tuner's tile
-# was not _ws_config's, and TF32 was not measured.
+# gemm_1x1_ws on ResNet-50's stride-1 1x1 rows (H200, fp16 NHWC, batch 32): of the seven such rows
+# with at least 256 input channels and an output at most 28 wide, `tune --suite resnet50` chose it
+# with the tile :func:`_ws_config` gives on six, in sessions 51 and 52 alike (session 52's tuning,
+# heuristics of then against tuned: c2048 hw7 k512 on implicit_gemm_ws 14.9 us against 13.2 at 64x128
+# x 8; c512 hw7 k2048 implicit_gemm_ws 14.7 / 13.3 at 128x128 x 6; gemm_1x1 against it: c1024 hw14
+# k512 19.7 / 17.3 at 64x128 x 8, c1024 hw14 k256 13.9 / 13.4, c256 hw14 k1024 13.3 / 13.1, c512 hw28
+# k256 20.8 / 19.3 at 128x128 x 6); on the seventh, c512 hw28 k128, it chose implicit_gemm_ws with
+# that tile (16.3-16.9 us), where gemm_1x1_ws's took 16.7 (session 51's probe_ring_depth) and 16.5
+# (session 52's untuned bench) against gemm_1x1's 17.3-17.4. On the 56-wide rows gemm_1x1 won; with
+# 128 channels or fewer the tuner's tile was not _ws_config's; TF32 was not measured.
 WS_1X1_MIN_CHANNELS = 256
 WS_1X1_MAX_WIDTH = 28
 
