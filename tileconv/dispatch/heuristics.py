@@ -310,12 +310,11 @@ WS_1X1_MAX_WIDTH = 28
 
 
 def ws_1x1_pays(problem: ConvProblem) -> bool:
-    """Whether an unpadded stride-1 1x1 problem should run on ``gemm_1x1_ws`` untuned: a Hopper GPU,
-    16-bit channels_last, at least :data:`WS_1X1_MIN_CHANNELS` input channels, an output at most
-    :data:`WS_1X1_MAX_WIDTH` wide."""
-    return (problem.r * problem.s == 1 and problem.stride == (1, 1) and problem.layout == "nhwc"
-            and problem.itemsize == 2 and problem.c >= WS_1X1_MIN_CHANNELS and problem.out_w <= WS_1X1_MAX_WIDTH
-            and gemm_1x1_ws_unsupported_reason(problem) is None)
+    """Whether a stride-1 problem should run on ``gemm_1x1_ws`` untuned: one it can run (an
+    unpadded 1x1 over channels_last, on a Hopper GPU), 16-bit, at least :data:`WS_1X1_MIN_CHANNELS`
+    input channels, an output at most :data:`WS_1X1_MAX_WIDTH` wide."""
+    return (problem.stride == (1, 1) and problem.itemsize == 2 and problem.c >= WS_1X1_MIN_CHANNELS
+            and problem.out_w <= WS_1X1_MAX_WIDTH and gemm_1x1_ws_unsupported_reason(problem) is None)
 
 
 def ws_pays(problem: ConvProblem) -> bool:
