@@ -5,12 +5,16 @@ poisoned first and checked against float32 F.conv2d, and one row rerun with Inf 
 (the merged groups' redo). Prints each kernel's registers and spills and its first call's seconds.
 
     python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--warps 4,8] [--case TEXT] [--no-nonfinite]
-                                        [--against REV [--rounds K]]
+                                        [--against REV [--rounds K]] [--gemm]
 
 ``--against REV``: every tile also runs the kernel as it was at git revision REV (its module loaded
 from ``git show``, or from the file REV), launched by today's launcher with the arguments matched by
 name, the two timed in turn for ``--rounds`` rounds and both outputs checked: an A/B of a kernel change
 in one process.
+
+``--gemm``: implicit_gemm tiles past the tuning candidates on each row instead of grouped_halo's (64
+to 128 rows, 2 to 6 stages, the reduction a tap's channels at a time or a whole filter row's
+(``fuse_sc``) in steps of 32 to 128): do the one-group GEMM rows want shorter reductions?
 """
 import argparse
 import importlib.util
@@ -49,6 +53,20 @@ def configs(p, widths=None, warps=(4,)):
                 continue
             if tiling.fits(p) and 8 <= tiling.km <= 64:
                 out.append(config)
+    return out
+
+
+def gemm_configs(p):
+    """implicit_gemm tiles of one group's GEMM (N = K/g): rows 32 to 128, stages 2 to 6, the
+    reduction stepped a tap's channels at a time (32 deep) or a filter row's (fuse_sc, 32-128 deep)."""
+    out = []
+    n = max(16, min(64, p.k_per_group))
+    for block_m, (block_k, fuse), stages in itertools.product(
+            (32, 64, 128), ((32, 0), (32, 1), (64, 1), (128, 1)), (2, 3, 4, 6)):
+        if not fuse and block_k > p.c_per_group:
+            continue
+        out.append(LaunchConfig(block_m=block_m, block_n=n, block_k=block_k, num_warps=2 if block_m == 32 else 4,
+                                num_stages=stages, fuse_sc=fuse))
     return out
 
 
@@ -94,6 +112,7 @@ def main():
     ap.add_argument("--no-nonfinite", action="store_true", help="skip the non-finite inputs' check")
     ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
     ap.add_argument("--rounds", type=int, default=2, help="with --against: A/B rounds")
+    ap.add_argument("--gemm", action="store_true", help="sweep implicit_gemm tiles instead of grouped_halo's")
     args = ap.parse_args()
     today = launch.conv2d_grouped_halo_kernel
     variants = {"A": today}
@@ -115,6 +134,19 @@ def main():
               f"{t_ref / t_auto:4.2f}x | roofline {floor:5.1f} us", flush=True)
         rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_config": config.to_dict(),
                "auto_us": t_auto, "roofline_us": floor, "halo": []}
+        if args.gemm:
+            rec["gemm"] = []
+            for config in gemm_configs(p):
+                try:
+                    m = measure(launch.launch_implicit_gemm, p, i, ref, config, tolerance(p))
+                except Exception as error:  # a tile past the shared memory: say so, go on
+                    print(f"    gemm {config}: {str(error)[:90]}", flush=True)
+                    continue
+                print(f"    gemm {config}: {m['us']:6.1f} us {t_ref / m['us']:4.2f}x (auto {t_auto / m['us']:4.2f}x) "
+                      f"regs {m['regs']} spills {m['spills']} ok {m['ok']}", flush=True)
+                rec["gemm"].append({"config": config.to_dict(), **m})
+            records.append(rec)
+            continue
         reason = launch.grouped_halo_unsupported_reason(p)
         if reason:
             print(f"    grouped_halo: {reason}", flush=True)

@@ -98,6 +98,18 @@ def frame_layout(rows, channels, plane_rows):
 
 
 @gluon.constexpr_function
+def filter_layout(km):
+    """The shared layout of one tap's [CM, KM] weight block (16-bit, output channels contiguous),
+    XOR-swizzled by 16-byte chunks so that ldmatrix's eight rows of a B matrix (eight input
+    channels of one 16-byte column) fall on eight different bank groups: unswizzled, rows of
+    KM = 32 (64 bytes) put rows two apart on the same banks (4-way conflicts), KM = 16 2-way.
+    Rows of ``per_phase`` share a phase (as many rows as fill 128 bytes), ``max_phase`` the
+    16-byte chunks a row holds (at most eight)."""
+    km = int(km)
+    return gl.SwizzledSharedLayout(8, max(1, 64 // km), max(1, min(8, km // 8)), [1, 0])
+
+
+@gluon.constexpr_function
 def frame_shape(rows, channels, plane_rows):
     """The staged frame's allocation, [frame rows, channels a row]: both buffers' ``rows`` of
     ``channels``, or (``plane_rows`` > 0) the planes' rows of eight channels (see frame_layout)."""
@@ -204,7 +216,7 @@ def conv2d_grouped_halo_kernel(
     PLANE: gl.constexpr = frame_layout(BLOCK_M, CM, PLANE_ROWS)
     CHUNK_PLANE: gl.constexpr = frame_layout(CHUNK, CM, PLANE_ROWS)
     ROW: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
-    FILTER: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    FILTER: gl.constexpr = filter_layout(KM)
     CHUNKS: gl.constexpr = ROWS // CHUNK
 
     # A program keeps one merged group (its filter loaded once) and walks the items
