@@ -55,6 +55,9 @@ set -u
 export PYTHONUNBUFFERED=1 TILECONV_CACHE_DIR=/tmp/tileconv-cache
 OUT=${OUT:-/tmp/tileconv-out}
 R=/tmp/tileconv-record
+# A machine can outlive a session: a record folder left by an earlier run would be packed with
+# this run's files as if measured now (session 53 found session 52's depthwise JSON so).
+rm -rf "$R"
 mkdir -p "$OUT" "$R"
 L=$OUT/log.txt
 step() { echo "=== $1" | tee -a "$L"; shift; (time timeout "$@") 2>&1 | tee -a "$L" | tail -"${TAILN:-12}"; }
@@ -62,6 +65,9 @@ save() {
     cp /tmp/tileconv-cache/tuning-v1.json "$R/tuning-cache.json" 2>/dev/null
     (cd "$R" && tar czf "$OUT/results.tgz" .)
 }
+# The parts whose figures say "untuned" (the heuristics) start from no tuning cache: the machine may
+# hold one from an earlier call or session.
+fresh_cache() { rm -rf "$TILECONV_CACHE_DIR"; }
 # Issue 5's seed003 row in fp16 channels_last and strict fp32 NCHW (the tuning cache, if any, decides).
 seed003_rows() {
     TAILN=3 step seed003 30 python -m tileconv bench --suite seed --case seed003 --json "$R/seed003-float16-nhwc.json"
@@ -245,6 +251,7 @@ ws-tf32)
     save
     ;;
 issue4)
+    fresh_cache
     TAILN=3 step r50-heuristics 75 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc-heuristics.json"
     save
     TAILN=3 step tune-r50 90 python -m tileconv tune --suite resnet50
@@ -271,7 +278,8 @@ issue4)
     save
     ;;
 issue5)
-    TAILN=3 step dw-heuristics 90 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json" \
+    fresh_cache
+    TAILN=3 step dw-heuristics 150 python -m tileconv bench --suite depthwise --json "$R/depthwise-heuristics.json" \
         --plot "$R/depthwise-heuristics.png"
     TAILN=3 step grouped-heuristics 60 python -m tileconv bench --suite grouped --json "$R/grouped-heuristics.json"
     seed003_rows
