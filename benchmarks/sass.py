@@ -293,6 +293,7 @@ CASES = [
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("grouped_halo", "resnext g32 c128 hw56/1"),  # Gluon: staged frame rows by cp.async, taps by mma.sync
     ("grouped_halo", "resnext g32 c256 hw56/2"),  # stride 2: four phase frames staged
+    ("grouped_halo", "resnext g32 c1024 hw7/1"),  # 32-channel groups: the weight read through its swizzled layout
     ("im2row", "r50 stem 7x7/2"),
     ("im2row_ws", "r50 stem 7x7/2"),  # Gluon: the same copy, then implicit_gemm_ws holding its weight
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),

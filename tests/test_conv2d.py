@@ -683,6 +683,10 @@ CONFIG_CASES = [
          activation="gelu", algo="grouped_halo", config=LaunchConfig(256, 16, num_warps=8)),
     Case(1, 16, 6, 7, 8, 3, 3, padding=1, groups=4, dtype="fp16", layout="nhwc", bias=True,
          algo="grouped_halo", config=LaunchConfig(64, 16, num_warps=4)),
+    # ... groups of 32 channels (ResNeXt's c1024 rows), nothing merged: a 32x32 weight block a
+    # tap, read from shared memory through its swizzled layout every item (filter_layout).
+    Case(2, 64, 7, 7, 64, 3, 3, padding=1, groups=2, dtype="fp16", layout="nhwc", bias=True,
+         activation="relu", algo="grouped_halo", config=LaunchConfig(64, 32, num_warps=4, persistent=1)),
     # ... walking programs (one an SM): 136 items of 64 frame rows over 4 merged groups, about
     # four a program, the next one's rows copied while this one's taps run; the epilogue.
     Case(8, 64, 32, 32, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, residual=True,
