@@ -2,6 +2,8 @@
 
     python benchmarks/probe_steady.py                 # times: do_bench (L2 cleared) and CUDA-graph replay
     ncu --profile-from-start off ... python benchmarks/probe_steady.py --ncu   # one profiled launch each
+    ncu --profile-from-start off --section WarpStateStats --section SchedulerStats --section SpeedOfLight \
+        python benchmarks/probe_steady.py --ncu --rows 4,5,6   # the 1x1 rows: gemm_1x1_ws beside cuDNN
 
 The bench of record clears the L2 cache before every timed call; a CUDA-graph replay of 20 calls
 on the same inputs shows what each kernel costs once its operands are on chip (what cuDNN's
@@ -42,6 +44,12 @@ ROWS = [
     ]),
     ("r50 c128 hw28 k128 3x3/1", "tf32", [None, (WS, C(64, 128, 64, 8, 4, 3)), (WS, C(128, 128, 32, 8, 8, 4))]),
     ("r50 c256 hw28 k256 3x3/2", "tf32", [None, (WS, C(128, 128, 32, 8, 8, 4)), (WS, C(64, 128, 64, 8, 4, 3))]),
+    # Issue 4's stride-1 1x1 rows under 0.90x (sessions 35-53): gemm_1x1_ws's heuristic tile (the
+    # tuner's pick on these rows) beside cuDNN's GEMM, for Nsight Compute's stall reasons
+    # (rows 4-6: --ncu --rows 4,5,6).
+    ("r50 c2048 hw7 k512 1x1/1", "float16", [None, ("gemm_1x1_ws", C(128, 128, 64, 8, 4, 6))]),
+    ("r50 c512 hw28 k256 1x1/1", "float16", [None, ("gemm_1x1_ws", C(128, 128, 64, 8, 4, 6))]),
+    ("r50 c1024 hw14 k256 1x1/1", "float16", [None, ("gemm_1x1_ws", C(128, 128, 64, 8, 4, 6))]),
 ]
 
 
