@@ -5,7 +5,7 @@ poisoned first and checked against float32 F.conv2d, and one row rerun with Inf 
 (the merged groups' redo). Prints each kernel's registers and spills and its first call's seconds.
 
     python3 benchmarks/probe_grouped.py [--json OUT.json] [--widths 16,32] [--warps 4,8] [--case TEXT] [--no-nonfinite]
-                                        [--against REV | --toggle NAME [--rounds K]] [--gemm]
+                                        [--against REV [--rounds K]] [--gemm]
 
 ``--against REV``: every tile also runs the kernel as it was at git revision REV (its module loaded
 from ``git show``, or from the file REV), launched by today's launcher with the arguments matched by
@@ -113,16 +113,11 @@ def main():
     ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
     ap.add_argument("--rounds", type=int, default=2, help="with --against: A/B rounds")
     ap.add_argument("--gemm", action="store_true", help="sweep implicit_gemm tiles instead of grouped_halo's")
-    ap.add_argument("--toggle", help="a boolean of tileconv.kernels.launch (e.g. GROUPED_HALO_SPLIT_N): every tile "
-                                     "timed with it on (A) and off (B), in turn for --rounds rounds")
     args = ap.parse_args()
     today = launch.conv2d_grouped_halo_kernel
     variants = {"A": today}
     if args.against:
         variants["B"] = kernel_at(args.against)
-    elif args.toggle:
-        variants["B"] = today
-        args.against = f"{args.toggle} off"
     widths = [int(w) for w in args.widths.split(",")] if args.widths else None
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
@@ -160,14 +155,10 @@ def main():
             for _ in range(args.rounds if len(variants) > 1 else 1):
                 for name, kernel in variants.items():
                     launch.conv2d_grouped_halo_kernel = kernel
-                    if args.toggle:
-                        setattr(launch, args.toggle, name == "A")
                     m = measure(launch.launch_grouped_halo, p, i, ref, config, tolerance(p))
                     times.setdefault(name, []).append(m.pop("us"))
                     found.setdefault(name, m)["ok"] &= m["ok"]
             launch.conv2d_grouped_halo_kernel = today
-            if args.toggle:
-                setattr(launch, args.toggle, True)
             t = min(times["A"])
             a = found["A"]
             line = (f"    halo {config}: {t:6.1f} us {t_ref / t:4.2f}x (auto {t_auto / t:4.2f}x, "

@@ -62,7 +62,7 @@ mkdir -p "$OUT" "$R"
 L=$OUT/log.txt
 step() { echo "=== $1" | tee -a "$L"; shift; (time timeout "$@") 2>&1 | tee -a "$L" | tail -"${TAILN:-12}"; }
 save() {
-    cp /tmp/tileconv-cache/tuning-v1.json "$R/tuning-cache.json" 2>/dev/null
+    cp "$TILECONV_CACHE_DIR/tuning-v1.json" "$R/tuning-cache.json" 2>/dev/null
     (cd "$R" && tar czf "$OUT/results.tgz" .)
 }
 # The parts whose figures say "untuned" (the heuristics) start from no tuning cache: the machine may
