@@ -15,7 +15,8 @@ one-chunk tiles, since fixed).
 ``wN`` for N MMA warps: ``128x256s4w8``; session 38's 192-row tiles, three MMA warpgroups of 64
 rows each: ``launch.ws_slices``; a trailing ``p`` for ping-pong, ``r`` for the held weight slice
 of session 51: ``128x128s4r``, ``128x128s4pr``). ``--strided``: the stride-2 1x1 rows too. ``--rows c1024,c512 hw28``: the rows whose names contain one of
-these. Every output is checked against the float64 reference (``tileconv.reference``), also with
+these. ``--batches 4,8,16,32``: each row at these batch sizes (the time's intercept against the
+batch is a kernel's fixed cost: launch, ramp, tail; its slope the per-image cost). Every output is checked against the float64 reference (``tileconv.reference``), also with
 ``bias_add_relu`` (a bias, a residual: the pointer-store epilogue) for every tile.
 
     python benchmarks/probe_ring_depth.py --json OUT.json [--configs ...] [--rows ...]
@@ -94,15 +95,17 @@ def main():
     p.add_argument("--configs", help="BMxBNsST[wNW],... (default: the list in this file)")
     p.add_argument("--rows", help="comma-separated parts of row names (default: every stride-1 1x1 row)")
     p.add_argument("--strided", action="store_true", help="the stride-2 1x1 rows too")
+    p.add_argument("--batches", default="32", help="comma-separated batch sizes a row (default: 32)")
     args = p.parse_args()
     tiles = _parse_configs(args.configs) if args.configs else [(*t, 0, 0) for t in CONFIGS]
     cases = [c for c in get_suite("resnet50") if c.r == 1 and (c.stride == 1 or args.strided)
              and (not args.rows or any(part in c.name for part in args.rows.split(",")))]
     rows = []
-    for case in cases:
-        problem = case.problem(torch.float16, "nhwc", "none", batch=32)
+    batches = [int(b) for b in args.batches.split(",")]
+    for case, batch in ((case, batch) for case in cases for batch in batches):
+        problem = case.problem(torch.float16, "nhwc", "none", batch=batch)
         inputs = random_inputs(problem, "cuda", seed=35, draw_on_device=True)
-        epilogue_problem = case.problem(torch.float16, "nhwc", "bias_add_relu", batch=32)
+        epilogue_problem = case.problem(torch.float16, "nhwc", "bias_add_relu", batch=batch)
         epilogue_inputs = random_inputs(epilogue_problem, "cuda", seed=36, draw_on_device=True)
         x, w = inputs.x, inputs.weight
         out = torch.empty(problem.output_shape, device="cuda", dtype=torch.float16).contiguous(
@@ -112,7 +115,8 @@ def main():
         configs = [c for c in dict.fromkeys(configs)
                    if (not c.resident or resident_unsupported_reason(problem, c, sm_count(x.device)) is None)
                    and (ws_slices(c) == 1 or case.stride == 1)]
-        row = {"name": case.name, "cudnn_us": [], "configs": {}}
+        row = {"name": case.name + ("" if batch == 32 else f" b{batch}"), "batch": batch, "cudnn_us": [],
+               "configs": {}}
         for config in configs:
             row["configs"][_label(config)] = {**_check(problem, inputs, config, epilogue_problem, epilogue_inputs),
                                               "us": []}
