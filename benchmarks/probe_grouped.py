@@ -12,6 +12,15 @@ from ``git show``, or from the file REV), launched by today's launcher with the 
 name, the two timed in turn for ``--rounds`` rounds and both outputs checked: an A/B of a kernel change
 in one process.
 
+``--ws``: implicit_gemm_ws tiles, one group a tile (block_n = K/g; 64 or 128 rows, rings of 4 to 16
+stages, ping-pong), on the rows it takes (C/g a multiple of 16, K/g a power of two from 8).
+
+``--ws-merged``: implicit_gemm_ws on the same convolution with groups merged (``pack`` groups a
+merged one of 64 input channels, the block-diagonal weight of grouped_gemm; and unmerged), one
+program an SM or two (``persistent=2``, the register file and shared memory halved): each
+gathered row 128 bytes where one group's is 32. A timing probe of the merge only: finite inputs give
+the right outputs (checked), a non-finite one would spread to the merged groups (no redo here).
+
 ``--gemm``: implicit_gemm tiles past the tuning candidates on each row instead of grouped_halo's (64
 to 128 rows, 2 to 6 stages, the reduction a tap's channels at a time or a whole filter row's
 (``fuse_sc``) in steps of 32 to 128): do the one-group GEMM rows want shorter reductions?
@@ -27,6 +36,8 @@ import tempfile
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (probe_window's measure)
+from dataclasses import replace
+
 import torch
 import torch.nn.functional as F
 from probe_window import measure
@@ -37,6 +48,7 @@ from tileconv.bench.host import _graph_us
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import select
 from tileconv.kernels import LaunchConfig
+from tileconv.kernels.weights import block_diagonal_weight
 from tileconv.testing import compare, random_inputs, tolerance
 
 
@@ -68,6 +80,13 @@ def gemm_configs(p):
         out.append(LaunchConfig(block_m=block_m, block_n=n, block_k=block_k, num_warps=2 if block_m == 32 else 4,
                                 num_stages=stages, fuse_sc=fuse))
     return out
+
+
+def ws_configs(p):
+    """implicit_gemm_ws tiles of one group a tile: 64 or 128 rows, 4 to 16 stages, ping-pong."""
+    n, k = p.k_per_group, min(64, p.c_per_group)
+    return [LaunchConfig(block_m=m, block_n=n, block_k=k, num_warps=4, num_stages=st, pingpong=pp)
+            for m, st, pp in ((128, 8, 0), (128, 4, 0), (128, 16, 0), (64, 8, 0), (64, 16, 0), (128, 8, 1), (64, 8, 1))]
 
 
 def kernel_at(rev):
@@ -113,6 +132,8 @@ def main():
     ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
     ap.add_argument("--rounds", type=int, default=2, help="with --against: A/B rounds")
     ap.add_argument("--gemm", action="store_true", help="sweep implicit_gemm tiles instead of grouped_halo's")
+    ap.add_argument("--ws", action="store_true", help="implicit_gemm_ws tiles (one group a tile) instead of grouped_halo's")
+    ap.add_argument("--ws-merged", action="store_true", help="implicit_gemm_ws over merged groups (timing probe)")
     args = ap.parse_args()
     today = launch.conv2d_grouped_halo_kernel
     variants = {"A": today}
@@ -134,11 +155,40 @@ def main():
               f"{t_ref / t_auto:4.2f}x | roofline {floor:5.1f} us", flush=True)
         rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_config": config.to_dict(),
                "auto_us": t_auto, "roofline_us": floor, "halo": []}
-        if args.gemm:
+        if args.ws_merged:
+            rec["merged"] = []
+            for cm in sorted({64, max(16, p.c_per_group)}):
+                pack = cm // p.c_per_group
+                if pack < 1 or p.groups % pack or p.k_per_group * pack > 256:
+                    continue
+                merged = replace(p, groups=p.groups // pack)
+                if launch.implicit_gemm_ws_unsupported_reason(merged):
+                    continue
+                mi = replace(i, weight=block_diagonal_weight(i.weight, p.groups, pack))
+                km = merged.k_per_group
+                # (rows, stages, ping-pong, programs an SM)
+                for m, st, pp, k in ((128, 8, 0, 0), (128, 3, 0, 2), (128, 4, 0, 2), (64, 6, 0, 2), (64, 4, 0, 2)):
+                    config = LaunchConfig(block_m=m, block_n=km, block_k=min(64, cm), num_warps=4, num_stages=st,
+                                          pingpong=pp, persistent=k)
+                    try:
+                        r = measure(launch.launch_implicit_gemm_ws, merged, mi, ref, config, tolerance(p))
+                    except Exception as error:  # a ring past the shared memory: say so, go on
+                        print(f"    merged x{pack} {config}: {str(error)[:90]}", flush=True)
+                        continue
+                    print(f"    merged x{pack} (CM {cm}, KM {km}) {config}: {r['us']:6.1f} us {t_ref / r['us']:4.2f}x "
+                          f"(auto {t_auto / r['us']:4.2f}x) regs {r['regs']} ok {r['ok']}", flush=True)
+                    rec["merged"].append({"pack": pack, "config": config.to_dict(), **r})
+            records.append(rec)
+            continue
+        if args.gemm or args.ws:
             rec["gemm"] = []
-            for config in gemm_configs(p):
+            reason = launch.implicit_gemm_ws_unsupported_reason(p) if args.ws else None
+            if reason:
+                print(f"    implicit_gemm_ws: {reason}", flush=True)
+            launcher = launch.launch_implicit_gemm_ws if args.ws else launch.launch_implicit_gemm
+            for config in [] if reason else ws_configs(p) if args.ws else gemm_configs(p):
                 try:
-                    m = measure(launch.launch_implicit_gemm, p, i, ref, config, tolerance(p))
+                    m = measure(launcher, p, i, ref, config, tolerance(p))
                 except Exception as error:  # a tile past the shared memory: say so, go on
                     print(f"    gemm {config}: {str(error)[:90]}", flush=True)
                     continue

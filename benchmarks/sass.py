@@ -294,6 +294,8 @@ CASES = [
     ("grouped_halo", "resnext g32 c128 hw56/1"),  # Gluon: staged frame rows by cp.async, taps by mma.sync
     ("grouped_halo", "resnext g32 c256 hw56/2"),  # stride 2: four phase frames staged
     ("grouped_halo", "resnext g32 c1024 hw7/1"),  # 32-channel groups: the weight read through its swizzled layout
+    ("grouped_gemm_ws", "resnext g32 c512 hw28/2"),  # Gluon: merged groups on the ws kernel, the redo compiled in
+    ("grouped_gemm_ws", "resnext g32 c1024 hw14/2"),  # two programs an SM
     ("im2row", "r50 stem 7x7/2"),
     ("im2row_ws", "r50 stem 7x7/2"),  # Gluon: the same copy, then implicit_gemm_ws holding its weight
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),
@@ -320,6 +322,7 @@ INT64_CASES = [
     ("gemm_1x1_ws", "r50 c256 hw56 k512 1x1/2"),
     ("grouped_gemm", "resnext g32 c128 hw56/1"),
     ("grouped_halo", "resnext g32 c256 hw56/2"),
+    ("grouped_gemm_ws", "resnext g32 c512 hw28/2"),
     ("direct", "mbv2 dw3x3 c32 hw112/1"),
     ("depthwise", "mbv2 dw3x3 c192 hw28/1"),
     ("depthwise_rows", "mbv2 dw3x3 c192 hw28/1"),

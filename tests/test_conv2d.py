@@ -449,6 +449,20 @@ CONFIG_CASES = [
          algo="implicit_gemm_ws", config=LaunchConfig(128, 128, 32, 8, 4, 4)),
     Case(1, 16, 5, 5, 20, 3, 3, padding=1, dtype="fp16", layout="nhwc", bias=True,
          algo="implicit_gemm_ws", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
+    # grouped_gemm_ws (Gluon, Hopper only): groups merged into 128-byte pixel rows on implicit_gemm_ws's
+    # kernel, one merged group a tile (block_n its K/g). 16 channels a group at stride 2 (ResNeXt's
+    # c512 hw28/2 form: four merged), the whole epilogue with a residual (pointer stores); 32 a
+    # group (two merged) in two programs an SM with an M tail, TMA stores; a channel multiplier
+    # (C/g 16 -> K/g 32, two merged into 32 channels: 64-byte rows) in bf16 on ping-pong; TF32 with
+    # 8 channels a group (four merged: 32-channel steps). Their non-finite inputs: NONFINITE_CASES.
+    Case(2, 64, 9, 10, 64, 3, 3, stride=2, padding=1, groups=4, dtype="fp16", layout="nhwc", bias=True,
+         residual=True, activation="relu", algo="grouped_gemm_ws", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
+    Case(3, 128, 7, 7, 128, 3, 3, padding=1, groups=4, dtype="fp16", layout="nhwc", bias=True,
+         algo="grouped_gemm_ws", config=LaunchConfig(64, 64, 64, 8, 4, 4, persistent=2)),
+    Case(2, 32, 6, 9, 64, 3, 3, padding=(1, 2), dilation=(2, 1), groups=2, dtype="bf16", layout="nhwc",
+         activation="silu", algo="grouped_gemm_ws", config=LaunchConfig(128, 64, 32, 8, 4, 4, pingpong=1)),
+    Case(2, 32, 8, 8, 32, 3, 3, padding=1, groups=4, dtype="tf32", layout="nhwc", residual=True,
+         algo="grouped_gemm_ws", config=LaunchConfig(64, 32, 32, 8, 4, 6)),
     # implicit_gemm_frame (Gluon, Hopper only: skipped under the interpreter): one frame a channel
     # block, every tap a view of it from any row. A 14-wide output in a 16-column frame (two
     # columns never stored), an output-row tail (P = 9 in 8-row tiles), K = 72 in a 128 tile (the

@@ -56,8 +56,10 @@ def test_fast_paths_use_hopper_instructions():
         if algorithm == "im2row_ws":  # the ws kernel over the copy: cp.async gathers, the held weight by TMA
             assert row["HGMMA"] > 0 and row["LDGSTS.128"] > 0 and row["UTMALDG"] > 0, where
             assert row["UTMASTG"] > 0 and row["STG"] == 0, "the epilogue does not store by TMA: " + where
-        if algorithm == "implicit_gemm_ws":  # loader warps: cp.async gathers and the weight by TMA; wgmma
+        if algorithm in ("implicit_gemm_ws", "grouped_gemm_ws"):  # loader warps: cp.async gathers, the weight by TMA
             assert row["HGMMA"] > 0 and row["LDGSTS.128"] > 0 and row["UTMALDG"] > 0, where
+        if algorithm == "grouped_gemm_ws":  # TMA stores, or (a ring that leaves no room for their buffers) 16 bytes
+            assert row["UTMASTG"] > 0 or (row["STG.128"] > 0 and row["STG"] == row["STG.128"]), where
         if algorithm in ("gemm_1x1_ws", "implicit_gemm_ws"):
             # The tile leaves by TMA stores (a dense channels_last output, pixel-run tiles), else by
             # 16-byte stores (gemm_1x1_ws's strided rows: box tiles).

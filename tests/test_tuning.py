@@ -587,6 +587,38 @@ def test_nchw_rules_pick_only_what_can_run():
         assert choose_algorithm(replace(small, layout="nhwc")) != choose_algorithm(small)
 
 
+def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(monkeypatch):
+    """grouped_gemm_ws (a Hopper faked: this runs on any machine) merges groups into at most 128
+    bytes of input channels and 256 outputs, refuses a merge whose K/groups is no power of two
+    (a tile's width: the GPU's verify once drew K/g = 6 x 4), sizes every candidate to one merged
+    group with rings that fit its programs an SM together; untuned it takes exactly ResNeXt's
+    stride-2 rows of 8 and 16 channels a group (session 54, H200), not the stride-1 ones nor the
+    32-channel c1024 hw14/2 (a tie with the implicit GEMM) nor TF32, and nothing without a Hopper."""
+    from tileconv.dispatch.candidates import gemm_problem, grouped_gemm_ws_candidates
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(heuristics, "INTERPRET", False)
+    monkeypatch.setattr(launch, "has_cp_async", lambda: True)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    grouped = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("grouped")}
+    for name, problem in grouped.items():
+        assert launch.grouped_gemm_ws_unsupported_reason(problem) is None, name
+        merged = gemm_problem(problem, "grouped_gemm_ws")
+        assert merged.c_per_group * merged.itemsize == 128 and merged.k_per_group == merged.c_per_group, name
+        for config in grouped_gemm_ws_candidates(problem):
+            assert config.block_n == merged.k_per_group and config.persistent in (0, 2), (name, config)
+            budget = DeviceLimits().bulk_copy_budget // max(1, config.persistent)
+            assert config.ring_bytes(merged.itemsize) <= budget, (name, config)
+        expected = "grouped_gemm_ws" if name in ("resnext g32 c256 hw56/2", "resnext g32 c512 hw28/2") else None
+        assert (choose_algorithm(problem) == "grouped_gemm_ws") == (expected is not None), name
+        assert choose_algorithm(replace(problem, dtype=torch.float32, allow_tf32=True)) != "grouped_gemm_ws", name
+    odd = ConvProblem(2, 16, 7, 9, 24, 3, 3, (2, 1), (1, 1), groups=4, dtype=torch.float16, layout="nhwc")
+    assert "power of two" in launch.grouped_gemm_ws_unsupported_reason(odd)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: False)
+    assert all(choose_algorithm(problem) != "grouped_gemm_ws" for problem in grouped.values())
+
+
 def test_deep_narrow_1x1_layers_take_gemm_1x1_ws_on_hopper(monkeypatch):
     """On a Hopper GPU (faked: this runs on any machine) the 16-bit stride-1 1x1 layers of at least
     256 input channels to outputs at most 28 wide run on gemm_1x1_ws untuned, each with the tile

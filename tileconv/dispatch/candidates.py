@@ -46,6 +46,7 @@ from ..kernels.launch import (
     direct_rows_pairs_rows,
     group_pack_factor,
     grouped_halo_tiling,
+    grouped_ws_pack,
     halo_tiling,
     image_fits,
     plane_sizes,
@@ -193,10 +194,12 @@ class DeviceLimits:
 
 # --------------------------------------------------------------------- the GEMMs
 def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
-    """The problem whose GEMM ``algorithm`` runs: grouped_gemm merges groups, im2row (and im2row_ws) unrolls
+    """The problem whose GEMM ``algorithm`` runs: grouped_gemm (and grouped_gemm_ws) merges groups, im2row (and im2row_ws) unrolls
     the filter columns into channels."""
     if algorithm == "grouped_gemm":
         return replace(problem, groups=problem.groups // group_pack_factor(problem))
+    if algorithm == "grouped_gemm_ws":
+        return replace(problem, groups=problem.groups // grouped_ws_pack(problem))
     if algorithm in ("im2row", "im2row_ws"):
         return problem.columns_as_channels()
     if algorithm == "staged_nhwc":
@@ -463,6 +466,10 @@ _WS_BASE: tuple[tuple[int, int, int, int, int], ...] = (
     (128, 256, 8, 4, 0), (128, 128, 4, 6, 0), (64, 128, 4, 8, 0), (128, 128, 8, 6, 0),
     (128, 256, 8, 3, 0), (128, 64, 4, 8, 0),
 )
+# grouped_gemm_ws (block_m, num_stages, programs an SM) on top of the heuristics' tile, each the
+# merged group's width: the tiles of session 54's probe (H200, benchmarks/probe_grouped.py
+# --ws-merged), each best on one of the stride-2 ResNeXt rows or close.
+_GROUPED_WS_BASE: tuple[tuple[int, int, int], ...] = ((128, 8, 0), (128, 4, 2), (64, 6, 2), (128, 3, 2))
 # TF32 (block_m, block_n, block_k, num_warps, num_stages) stepping 64 channels, not the default
 # 32 (see _GEMM_BASE_TF32_DEEP for what they measured).
 _WS_BASE_TF32_DEEP: tuple[tuple[int, int, int, int, int], ...] = ((64, 128, 64, 4, 3),)
@@ -484,6 +491,22 @@ def implicit_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | Non
                          block_k=block_k, num_warps=num_warps, num_stages=stages, pingpong=pingpong)
         if (config := _fit_stages(config, lambda c: implicit_gemm_shared_memory(problem, c),
                                   limits.bulk_copy_budget)) is not None:
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
+def grouped_gemm_ws_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """grouped_gemm_ws's configs: the heuristics' tile, then :data:`_GROUPED_WS_BASE`'s, each as
+    wide as a merged group (the launcher's rule), stages dropped until its programs' rings fit
+    an SM together."""
+    limits = limits or DeviceLimits()
+    start = default_config(problem, "grouped_gemm_ws")
+    merged = gemm_problem(problem, "grouped_gemm_ws")
+    fitted = []
+    for block_m, stages, programs in ((start.block_m, start.num_stages, start.persistent), *_GROUPED_WS_BASE):
+        config = replace(start, block_m=block_m, num_stages=stages, persistent=programs)
+        budget = limits.bulk_copy_budget // max(1, programs)
+        if (config := _fit_stages(config, lambda c: implicit_gemm_shared_memory(merged, c), budget)) is not None:
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 
@@ -807,6 +830,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "implicit_gemm_ws": implicit_gemm_ws_candidates,
     "gemm_1x1_ws": gemm_1x1_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
+    "grouped_gemm_ws": grouped_gemm_ws_candidates,
     "grouped_halo": grouped_halo_candidates,
     "implicit_gemm_frame": implicit_gemm_frame_candidates,
     "im2row": im2row_candidates,

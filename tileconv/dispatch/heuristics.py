@@ -36,10 +36,12 @@ from ..kernels.launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_gemm_ws_unsupported_reason,
     grouped_halo_frame_width,
     grouped_halo_smallest,
     grouped_halo_tiling,
     grouped_halo_unsupported_reason,
+    grouped_ws_pack,
     halo_tiling,
     im2row_unsupported_reason,
     im2row_ws_unsupported_reason,
@@ -91,7 +93,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
-    merge into a tensor-core tile: 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
+    merge into a tensor-core tile: on Hopper at stride 2 with 8 to 16 channels a group (16-bit, up to
+    3x3) 'grouped_gemm_ws'; 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
     up to 3x3), else 'grouped_gemm'. Dense with few channels on both sides:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
@@ -161,6 +164,17 @@ def choose_algorithm(problem: ConvProblem) -> str:
     # (36.9); it lost c1024 hw7 (32 channels a group: 33.8 against 12.8). Session 29, stride 2:
     # c256 hw56/2 37.6 against grouped_gemm's 42.2 (39.5), c512 hw28/2 24.4 against
     # implicit_gemm's 26.9 (24.3).
+    # Stride 2 on Hopper, 8 to 16 channels a group: grouped_gemm_ws (groups merged into 128-byte
+    # pixel rows on the warp-specialized implicit GEMM) beat grouped_halo's staged phase frames
+    # (session 54, H200, benchmarks/probe_grouped.py --ws-merged, CUDA-graph replays): c512 hw28/2
+    # 20.7 us against 24.1 (cuDNN 24.3), c256 hw56/2 34.2 against 36.2 (39.4); the bench, heuristics:
+    # 21.1 and 35.6 us (24.1 and 35.8 in session 53). At 32 channels a group (c1024 hw14/2) it tied
+    # the implicit GEMM (tuning: 14.8 against 14.7 us), and it lost every stride-1 row (c512 hw14
+    # 18.9 against grouped_halo's 15.8, c1024 hw7 13.4 against implicit_gemm's 12.8).
+    if (problem.groups > 1 and max(problem.stride) == 2 and 8 <= problem.c_per_group <= 16
+            and problem.r * problem.s <= 9 and problem.itemsize == 2
+            and grouped_gemm_ws_unsupported_reason(problem) is None):
+        return "grouped_gemm_ws"
     if (problem.groups > 1 and max(problem.stride) <= 2 and 4 <= problem.c_per_group <= 16
             and problem.r * problem.s <= 9 and grouped_halo_unsupported_reason(problem) is None):
         return "grouped_halo"
@@ -499,6 +513,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return depthwise_window_config(problem)
     if algorithm == "grouped_halo":
         return _grouped_halo_config(problem)
+    if algorithm == "grouped_gemm_ws":
+        return _grouped_ws_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,
@@ -682,6 +698,20 @@ def depthwise_window_config(problem: ConvProblem, strip: int | None = None, tile
         strip = max(strip, problem.r - 1)
     return LaunchConfig(block_m=strip, block_n=32 * num_warps, block_k=tile_w, num_warps=num_warps,
                         num_stages=rows_a_step)
+
+
+def _grouped_ws_config(problem: ConvProblem) -> LaunchConfig:
+    """grouped_gemm_ws's tile: 128 rows by one merged group (its K/groups: the launcher's rule),
+    a tap's merged channels a step (64 in 16-bit types); eight stages, one program an SM where the
+    tiles make two waves or more, else four stages and two programs an SM (session 54's probe, H200:
+    c1024 hw14/2, 208 tiles, 15.4 -> 14.1 us; c512 hw28/2, 392 tiles, 20.7 at 8 stages, 23.2 at 4 x 2)."""
+    merged = replace(problem, groups=problem.groups // grouped_ws_pack(problem))
+    tiles = triton.cdiv(problem.gemm_m, 128) * merged.groups
+    block_k = _pow2_between(merged.c_per_group, 8, 64 if problem.itemsize == 2 else 32)
+    if tiles >= 2 * SM_COUNT_HINT:
+        return LaunchConfig(block_m=128, block_n=merged.k_per_group, block_k=block_k, num_warps=4, num_stages=8)
+    return LaunchConfig(block_m=128, block_n=merged.k_per_group, block_k=block_k, num_warps=4, num_stages=4,
+                        persistent=2)
 
 
 def _grouped_halo_config(problem: ConvProblem) -> LaunchConfig:

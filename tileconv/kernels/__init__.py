@@ -27,6 +27,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
   channels_last by one transposing kernel, then the implicit GEMM with 16-byte loads.
 - ``grouped_gemm`` (:mod:`.launch`): the implicit GEMM over several groups merged into
   one, with a block-diagonal weight, for grouped convolutions with thin groups.
+- ``grouped_gemm_ws`` (:mod:`.launch`, :mod:`.implicit_gemm_ws`): Hopper only (Gluon): grouped_gemm's
+  merged groups (128 bytes of input channels a merged group) on implicit_gemm_ws's kernel, one
+  merged group a tile, a tile with a non-finite input redone group by group.
 - ``grouped_halo`` (:mod:`.grouped_halo`): Gluon (sm_80 and newer): grouped convolution with
   thin groups on the tensor cores, each input pixel staged in shared memory once a program and
   every tap a shifted view of it (strided: of one of the frame's phases).
@@ -91,6 +94,7 @@ from .launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_gemm_ws_unsupported_reason,
     grouped_halo_unsupported_reason,
     im2row_unsupported_reason,
     im2row_ws_unsupported_reason,
@@ -109,6 +113,7 @@ from .launch import (
     launch_gemm_1x1_nchw,
     launch_gemm_1x1_ws,
     launch_grouped_gemm,
+    launch_grouped_gemm_ws,
     launch_grouped_halo,
     launch_im2row,
     launch_im2row_ws,
@@ -217,6 +222,13 @@ ALGORITHMS: dict[str, Algorithm] = {
         "implicit GEMM over merged groups with a block-diagonal weight (thin groups)",
         launch_grouped_gemm,
         _grouped_only,
+    ),
+    "grouped_gemm_ws": Algorithm(
+        "grouped_gemm_ws",
+        "grouped_gemm on Hopper (Gluon): groups merged into 128-byte pixel rows, implicit_gemm_ws's "
+        "warp-specialized kernel one merged group a tile",
+        launch_grouped_gemm_ws,
+        grouped_gemm_ws_unsupported_reason,
     ),
     "grouped_halo": Algorithm(
         "grouped_halo",

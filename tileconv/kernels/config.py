@@ -21,7 +21,7 @@ class LaunchConfig:
     num_stages: int = 3
     fuse_sc: int = 0  # implicit GEMM only: 1 = reduce over (filter column, channel) jointly
     split_k: int = 1  # implicit GEMM only (groups = 1, no fuse_sc): programs sharing a tile's reduction
-    persistent: int = 0  # tma_rows, gemm_1x1: 1 = one program an SM walking the tiles; grouped_halo: k an SM
+    persistent: int = 0  # tma_rows, gemm_1x1: 1 = one program an SM; grouped_halo, the ws kernels: k an SM
     pingpong: int = 0  # implicit_gemm_ws only: 1 = two MMA warpgroups taking the tiles in turn
     resident: int = 0  # implicit_gemm_ws, gemm_1x1_ws: 1 = a program's weight slice (block_n x R*S*C) held in shared memory
 

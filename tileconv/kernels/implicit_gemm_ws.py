@@ -33,6 +33,12 @@ convolutions do:
   bytes and small enough to hold: im2row_ws's unrolled stem (64 x 7 x 32, 28 KB: its GEMM 62 ->
   50 us on an H200); on ResNet-50's 1x1 GEMMs (128 x 512, 128 KB) it measured no gain (session 51).
 
+- or (``GROUPED``, implicit_gemm_ws only) a grouped convolution whose groups each fill a tile's
+  width: BLOCK_N = K/groups output channels, so N tile g is group g, its A tiles gathered from
+  input channels g*C/g on and its B tiles from the (K, R*S*C/g) weight's rows of group g. No
+  group is merged with another: no zeros multiplied, no NaN spread between groups to undo.
+  ResNeXt's 3x3 layers with 16 or 32 channels a group are such (wgmma's N may be 8 to 256).
+
 The grid is persistent (one program an SM), the tiles in grouped order (with ``RESIDENT``,
 slice by slice). Gluon kernels compile only for a GPU: under Triton's interpreter this
 algorithm is unsupported (the launcher's ``implicit_gemm_ws_unsupported_reason`` says so) and
@@ -72,7 +78,7 @@ def _loader_partition(
     stride_xn, stride_xh, stride_xw,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     VEC: gl.constexpr, LOADER_WARPS: gl.constexpr, INT64: gl.constexpr,
-    RESIDENT: gl.constexpr,
+    RESIDENT: gl.constexpr, GROUPED: gl.constexpr,
 ):
     """Fill the ring: for every tile and reduction step of this program, one stage.
 
@@ -110,6 +116,8 @@ def _loader_partition(
         # Every row starts 16 bytes aligned (C and the strides are multiples of VEC: the launcher's condition).
         row_offs = gl.multiple_of(n * stride_xn + ih0 * stride_xh + iw0 * stride_xw, VEC)
         tap_row_ptrs = x_ptr + row_offs[:, None] + offs_c[None, :]  # tap (0, 0), channel 0
+        if GROUPED:  # N tile pid_n is group pid_n: its C input channels start at pid_n * C
+            tap_row_ptrs += pid_n * C
         w_col = 0  # the weight matrix's column of this step: (r*S + s)*C + c0
         for r in range(R):
             ih = ih0 + r * dil_h
@@ -209,6 +217,43 @@ def _held_barriers(stand_in, RESIDENT: gl.constexpr):
 
 
 @gluon.jit
+def _redo_by_group(redo, pid_m, pid_n, M, P, Q, layout: gl.constexpr, BLOCK_M: gl.constexpr,
+                   BLOCK_N: gl.constexpr, SUB_C: gl.constexpr, SUB_K: gl.constexpr, INT64: gl.constexpr):
+    """Tile (pid_m, pid_n) of merged group pid_n recomputed on the CUDA cores, each output
+    channel from its own group's SUB_C input channels only: the sums of a tile whose input
+    holds a NaN or an infinity, which the block-diagonal weight's zeros would spread to the
+    merged groups' other channels (grouped_gemm's redo, one output column at a time over
+    [BLOCK_M] vectors). ``redo``: (x_ptr, w_ptr, H, W, CM, stride_h, stride_w, pad_h, pad_w,
+    dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw) with w_ptr the (K, R*S*CM) merged
+    weight matrix. In fp32, in ``layout`` (the accumulator's)."""
+    x_ptr, w_ptr, H, W, CM, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw = redo
+    offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
+    if INT64:
+        offs_m = offs_m.to(gl.int64)
+    n, _, _, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
+    in_m = offs_m < M
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
+    pixel = x_ptr + n * stride_xn + pid_n * CM  # the merged group's first input channel
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=layout)
+    for j in range(BLOCK_N):
+        c0 = (j // SUB_K) * SUB_C  # output channel j's own group: its channels in the merged block
+        w_row = w_ptr + (pid_n * BLOCK_N + j).to(gl.int64) * (R * S * CM) + c0
+        column = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, layout))
+        for r in range(R):
+            ih = ih0 + r * dil_h
+            for s in range(S):
+                iw = iw0 + s * dil_w
+                ok = in_m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+                x_tap = pixel + ih * stride_xh + iw * stride_xw + c0
+                w_tap = w_row + (r * S + s) * CM
+                for c in range(SUB_C):
+                    xv = gl.load(x_tap + c, mask=ok, other=0.0)
+                    column += xv.to(gl.float32) * gl.load(w_tap + c).to(gl.float32)
+        acc = gl.where(gl.expand_dims(cols, 0) == j, gl.expand_dims(column, 1), acc)
+    return acc
+
+
+@gluon.jit
 def _mma_partition(
     a_bufs, b_bufs, ready, empty, turn,
     out_ptr, bias_ptr, res_ptr, out_desc, epi,  # out_desc, epi: the TMA-store epilogue's (EPI_TMA)
@@ -226,6 +271,7 @@ def _mma_partition(
     SLICE: gl.constexpr, SLICES: gl.constexpr,  # this partition's rows: slice SLICE of SLICES
     A_BY_CP_ASYNC: gl.constexpr,  # the A tiles arrive by cp.async (else by TMA, as the B tiles)
     held, RESIDENT: gl.constexpr,  # RESIDENT: b_bufs holds the N slice's weight chunks, chunk i on held[i]
+    redo, SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # merged groups (SUB_K > 0): see _redo_by_group
 ):
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With
     ``SLICES`` > 1 each tile's BLOCK_M rows are split among that many MMA partitions, this one
@@ -284,6 +330,12 @@ def _mma_partition(
         if CONSUMERS == 2:  # the other consumer's turn
             mbarrier.arrive(turn.index(1 - CONSUMER))
         own += 1
+        if SUB_K > 0:
+            gl.static_assert(SLICES == 1 and BOX_Q == 0, "merged groups: pixel-run tiles of one partition's rows")
+            # A NaN/Inf input times the block-diagonal weight's zeros is NaN in the merged groups'
+            # other columns: a tile with any non-finite sum (rare) is redone group by group.
+            if gl.max(gl.max(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0:
+                acc = _redo_by_group(redo, pid_m, pid_n, M, P, Q, mma_layout, BLOCK_M, BLOCK_N, SUB_C, SUB_K, INT64)
 
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
         # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
@@ -319,7 +371,7 @@ def conv2d_implicit_gemm_ws_kernel(
     w_desc,  # TensorDescriptor over the weight as (K, R*S*C) ((r, s, c) order), block (BLOCK_N, BLOCK_K)
     out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
-    M, H, W, C, K, P, Q,  # M = N*P*Q output pixels
+    M, H, W, C, K, P, Q,  # M = N*P*Q output pixels; C the channels a group reduces over (GROUPED), K all
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     stride_xn, stride_xh, stride_xw,  # the input's strides (its channel stride is 1)
     stride_on, stride_ok, stride_op, stride_oq,
@@ -337,6 +389,9 @@ def conv2d_implicit_gemm_ws_kernel(
     INT64: gl.constexpr,
     EPI_TMA: gl.constexpr,  # the TMA-store epilogue (the launcher's choice: no residual, one MMA partition)
     RESIDENT: gl.constexpr,  # 0, or R*S*C/BLOCK_K: the weight chunks a program holds (its N slice for its life)
+    GROUPED: gl.constexpr,  # groups > 1: C is a group's input channels, N tile g is group g (BLOCK_N = K/groups)
+    w_ptr,  # the weight matrix w_desc describes, for the merged groups' redo (SUB_K > 0)
+    SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # 0, or the channels of the groups merged into each group
 ):
     dtype: gl.constexpr = w_desc.dtype
     VEC: gl.constexpr = 128 // dtype.primitive_bitwidth  # 16 bytes of channels a copy
@@ -361,6 +416,8 @@ def conv2d_implicit_gemm_ws_kernel(
 
     num_m = gl.cdiv(M, BLOCK_M)
     steps = R * S * (C // BLOCK_K)
+    redo = (x_ptr, w_ptr, H, W, C, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh,
+            stride_xw)
     # (Partition arguments are written out in each call: a tuple held in a variable would turn
     # the constexprs in it into tensors.)
     if CONSUMERS == 1:
@@ -368,24 +425,24 @@ def conv2d_implicit_gemm_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT)),
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT, GROUPED)),
         ], [LOADER_WARPS], [LOADER_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
-                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT)),
+                                 BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT, GROUPED)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
 
 
@@ -486,24 +543,24 @@ def conv1x1_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT, M, 0, 0)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False, held, RESIDENT, M, 0, 0)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False, held, RESIDENT, M, 0, 0)),
         ], [1, NUM_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS, CONSUMER_REGS])
     elif CONSUMERS == 1:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
         ], [1], [LOADER_REGS])
@@ -512,11 +569,11 @@ def conv1x1_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0)),
             (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
                                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0)),
         ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

@@ -406,23 +406,34 @@ def _ws_machine_reason(problem: ConvProblem) -> str | None:
 
 
 def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
-    """Why :func:`launch_implicit_gemm_ws` cannot run ``problem`` (None if it can)."""
+    """Why :func:`launch_implicit_gemm_ws` cannot run ``problem`` (None if it can). Grouped
+    problems are :func:`launch_grouped_gemm_ws`'s (it runs them on this kernel, groups merged)."""
+    if problem.groups != 1:
+        return "it needs groups=1 (grouped_gemm_ws runs grouped problems on it)"
+    return _ws_gather_reason(problem, grouped=False)
+
+
+def _ws_gather_reason(problem: ConvProblem, grouped: bool) -> str | None:
+    """Why implicit_gemm_ws's kernel cannot run ``problem``; ``grouped``: one group a tile (None if
+    it can)."""
     if (reason := _ws_machine_reason(problem)) is not None:
         return reason
-    if problem.groups != 1:
-        return "it needs groups=1"
     if problem.layout != "nhwc":
         return "its loader gathers 16-byte channel segments: it needs channels_last"
-    if problem.c % (32 // problem.itemsize):
-        return f"its reduction steps are whole channel blocks: it needs C a multiple of {32 // problem.itemsize}"
+    if problem.c_per_group % (32 // problem.itemsize):
+        return (f"its reduction steps are whole channel blocks: it needs C{'/groups' if problem.groups > 1 else ''} "
+                f"a multiple of {32 // problem.itemsize}")
+    if grouped and (problem.k_per_group & (problem.k_per_group - 1) or not 8 <= problem.k_per_group <= 256):
+        return (f"it runs a group a tile (one wgmma's width): it needs K/groups a power of two from 8 to 256, "
+                f"not {problem.k_per_group}")
     return None
 
 
 def ws_block_k(problem: ConvProblem, block_k: int) -> int:
-    """implicit_gemm_ws's channel block: ``block_k`` halved until it divides C (a reduction step
-    never straddles two filter taps); C a multiple of 32 bytes of channels (its support
-    condition) keeps it at 32 bytes or more."""
-    while problem.c % block_k:
+    """implicit_gemm_ws's channel block: ``block_k`` halved until it divides C/groups (a reduction
+    step never straddles two filter taps); C/groups a multiple of 32 bytes of channels (its
+    support condition) keeps it at 32 bytes or more."""
+    while problem.c_per_group % block_k:
         block_k //= 2
     return block_k
 
@@ -436,8 +447,10 @@ def launch_implicit_gemm_ws(
     out: torch.Tensor,
     config: LaunchConfig,
     fold: tuple[int, int] | None = None,
+    sub_groups: tuple[int, int] = (0, 0),
 ):
-    """Run :func:`conv2d_implicit_gemm_ws_kernel`: one program an SM, a loader warpgroup
+    """Run :func:`conv2d_implicit_gemm_ws_kernel`: one program an SM (``config.persistent`` = 2: two,
+    the register file and shared memory shared between them), a loader warpgroup
     gathering the input tiles (cp.async) and copying the weight tiles (TMA) into a ring of
     ``config.num_stages`` stages, ``config.num_warps`` MMA warps consuming it (with
     ``config.pingpong``, two such warpgroups taking the tiles in turn). An input whose
@@ -451,7 +464,17 @@ def launch_implicit_gemm_ws(
 
     With ``config.resident`` each program holds its N slice of the weight (block_n x R*S*C) in
     shared memory for its life (:func:`resident_unsupported_reason`): the ring carries only the
-    input's tiles."""
+    input's tiles.
+
+    A grouped problem runs one group a tile (``GROUPED``): ``config.block_n`` must be K/groups
+    (a ValueError otherwise), and each tile reduces over its own group's C/groups channels;
+    ``sub_groups`` = (C/g, K/g) of the groups merged into each of ``problem``'s
+    (:func:`launch_grouped_gemm_ws`: ``weight`` is then block-diagonal, and a tile with a
+    non-finite sum is redone group by group)."""
+    grouped = problem.groups > 1 or sub_groups[1] > 0  # one (merged) group a tile
+    if grouped and config.block_n != problem.k_per_group:
+        raise ValueError(f"config block_n={config.block_n}: implicit_gemm_ws runs a grouped convolution one group "
+                         f"a tile, so block_n must be K/groups = {problem.k_per_group}")
     options = _ws_options(problem, config, "implicit_gemm_ws")
     block_k = ws_block_k(problem, config.block_k)
     programs, held = _ws_grid(problem, config, block_k, cdiv(problem.gemm_m, config.block_m), out.device)
@@ -461,19 +484,20 @@ def launch_implicit_gemm_ws(
         raise ValueError(f"fold={fold}: implicit_gemm_ws folds the channels of whole {config.block_n}-channel tiles "
                          "of an input it gathers directly, without a residual")
     if not gatherable:
-        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config)
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, config, sub_groups=sub_groups)
     w_desc = _gluon_descriptor(w2d, [config.block_n, block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = None if fold is not None else _ws_output_descriptor(problem, residual, out, config, block_k)
     fold_k, fold_jump = fold if fold is not None else (problem.k, 0)
     return launch(conv2d_implicit_gemm_ws_kernel, (programs,),
-                  x, w_desc, out_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c, problem.k,
-                  problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
+                  x, w_desc, out_desc, *pointers, problem.gemm_m, problem.h, problem.w, problem.c_per_group,
+                  problem.k, problem.out_h, problem.out_w, problem.stride[0], problem.stride[1], problem.padding[0],
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
                   *epilogue_strides[:4], fold_k, fold_jump, *epilogue_strides[4:], problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
                   LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None,
-                  RESIDENT=held, **options)
+                  RESIDENT=held, GROUPED=grouped, w_ptr=w2d, SUB_C=sub_groups[0], SUB_K=sub_groups[1],
+                  **options)
 
 
 @dataclass(frozen=True)
@@ -664,8 +688,8 @@ def launch_implicit_gemm_frame(
 
 
 def _ws_weight_matrix(problem: ConvProblem, weight: torch.Tensor) -> torch.Tensor:
-    """The weight as implicit_gemm_ws's copy engine reads it: (K, R*S*C), (r, s, c) order."""
-    return channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.r * problem.s * problem.c)
+    """The weight as implicit_gemm_ws's copy engine reads it: (K, R*S*C/groups), (r, s, c) order."""
+    return channels_last_weight(weight).permute(0, 2, 3, 1).reshape(problem.k, problem.gemm_k)
 
 
 def implicit_gemm_ws_reads(problem: ConvProblem, x: torch.Tensor, weight: torch.Tensor) -> bool:
@@ -693,8 +717,9 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
     no room for the two chunk buffers."""
     epi_n = ws_epilogue_columns(problem, config)
+    budget = (DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE) // max(1, config.persistent)
     if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n
-            or ws_tma_store_bytes(problem, config, block_k) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE):
+            or ws_tma_store_bytes(problem, config, block_k) > budget):
         return None
     out2d = out.permute(0, 2, 3, 1)
     if not out2d.is_contiguous():
@@ -737,10 +762,16 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
     if config.block_m & (config.block_m - 1) and (name != "gemm_1x1_ws" or slices == 1 or config.pingpong):
         raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
                          + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
+    maxnreg = WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps]
+    if config.persistent > 1:  # programs an SM: the register file shared among them
+        if config.pingpong or slices > 1 or config.num_warps != 4 or config.persistent > 2:
+            raise ValueError(f"config persistent={config.persistent}: {name} runs two programs an SM only with one "
+                             "MMA warpgroup (num_warps 4, no ping-pong, no row slices)")
+        maxnreg = 65536 // (config.persistent * (config.num_warps + WS_LOADER_WARPS) * 32)
     options = dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
                    NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
                    CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
-                   maxnreg=WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps])
+                   maxnreg=maxnreg)
     if name == "gemm_1x1_ws":
         options["SLICES"] = slices
         if slices > 1:
@@ -800,13 +831,13 @@ def launch_gemm_1x1_ws(
 
 def _ws_grid(problem: ConvProblem, config: LaunchConfig, block_k: int, m_tiles: int,
              device: torch.device) -> tuple[int, int]:
-    """The warp-specialized kernels' grid and their ``RESIDENT``: one program an SM, at most one
-    a tile of ``m_tiles`` x the N slices; with ``config.resident`` (a ValueError where
+    """The warp-specialized kernels' grid and their ``RESIDENT``: one program an SM (or
+    ``config.persistent`` of them), at most one a tile of ``m_tiles`` x the N slices; with ``config.resident`` (a ValueError where
     :func:`resident_unsupported_reason` says it cannot be) the grid cut to a multiple of the N
     slices, each program holding one, and RESIDENT its weight chunks of ``block_k`` (else 0)."""
     num_sms = sm_count(device)
     num_n = cdiv(problem.k, config.block_n)
-    programs = min(m_tiles * num_n, num_sms)
+    programs = min(m_tiles * num_n, num_sms * max(1, config.persistent))
     if not config.resident:
         return programs, 0
     if (reason := resident_unsupported_reason(problem, replace(config, block_k=block_k), num_sms)) is not None:
@@ -1581,6 +1612,61 @@ def launch_grouped_gemm(
         merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual, out, config,
         sub_groups=(problem.c_per_group, problem.k_per_group),
     )
+
+
+# grouped_gemm_ws merges groups up to this many bytes of input channels: each gathered pixel row
+# one 128-byte line (a group's 16 fp16 channels alone: 32 bytes, a quarter of the line the copy
+# visits; ResNeXt's c512 hw28/2 on an H200, session 54: 20.7 us merged four to a 64-channel
+# group, 34.2 one group a tile).
+GROUPED_WS_MERGED_BYTES = 128
+
+
+def grouped_ws_pack(problem: ConvProblem) -> int:
+    """How many groups :func:`launch_grouped_gemm_ws` merges into one: the most that divide
+    ``groups`` within :data:`GROUPED_WS_MERGED_BYTES` of input channels and 256 output channels
+    (one wgmma's width)."""
+    best = 1
+    for pack in range(2, problem.groups + 1):
+        if problem.groups % pack:
+            continue
+        if (problem.c_per_group * pack * problem.itemsize > GROUPED_WS_MERGED_BYTES
+                or problem.k_per_group * pack > 256):
+            break
+        best = pack
+    return best
+
+
+def grouped_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_grouped_gemm_ws` cannot run ``problem`` (None if it can)."""
+    if (reason := _ws_machine_reason(problem)) is not None:
+        return reason
+    if problem.groups == 1:
+        return "it merges groups, and this problem has groups=1"
+    merged = replace(problem, groups=problem.groups // grouped_ws_pack(problem))
+    if (reason := _ws_gather_reason(merged, grouped=True)) is not None:
+        return reason.replace("C/groups", "the merged groups' C/groups").replace("K/groups", "the merged K/groups")
+    return None
+
+
+def launch_grouped_gemm_ws(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Grouped convolution on implicit_gemm_ws's kernel (Hopper, Gluon), :func:`grouped_ws_pack`
+    groups merged into one with a block-diagonal weight, one merged group a tile
+    (``config.block_n`` = its K/groups): the copies gather whole 128-byte pixel rows where a thin
+    group's are 32 bytes, and a tile whose input holds a NaN or an infinity is redone group by
+    group (the zeros between groups would spread it)."""
+    pack = grouped_ws_pack(problem)
+    merged = replace(problem, groups=problem.groups // pack)
+    sub_groups = (problem.c_per_group, problem.k_per_group) if pack > 1 else (0, 0)
+    return launch_implicit_gemm_ws(merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual,
+                                   out, config, sub_groups=sub_groups)
 
 
 # grouped_halo: the taps are unrolled at compile time, and the staged frame rows, the filter and
