@@ -38,10 +38,11 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (ptx_pass)
 
+import ptx_pass  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
-from triton import knobs  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
@@ -99,14 +100,7 @@ def _edit_digest() -> str:
 EDIT = _edit_digest()
 
 
-def _hook(backend, stages, options, language, capability, _previous=knobs.runtime.add_stages_inspection_hook):
-    if _previous is not None:
-        _previous(backend, stages, options, language, capability)
-    make_ptx = stages["ptx"]
-    stages["ptx"] = lambda src, metadata: multicast_ptx(make_ptx(src, metadata))
-
-
-knobs.runtime.add_stages_inspection_hook = _hook
+ptx_pass.install(lambda ptx, metadata: multicast_ptx(ptx))
 
 
 # ----------------------------------------------------------------------------- the kernel

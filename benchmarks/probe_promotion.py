@@ -28,6 +28,7 @@ import runpy
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (ptx_pass)
 
 PROMOTION = {"none": 0, "64": 1, "128": 2, "256": 3}
 
@@ -74,25 +75,15 @@ def install(promotion: int) -> None:
 
 def install_cp_async_prefetch(size: str) -> None:
     """A PTX pass: every ``cp.async.cg``/``.ca`` global-to-shared copy with ``.L2::{size}B``."""
-    from triton import knobs
+    import ptx_pass
 
-    previous = knobs.runtime.add_stages_inspection_hook
+    def edit(ptx, metadata):
+        count = ptx.count("cp.async.cg.shared.global") + ptx.count("cp.async.ca.shared.global")
+        if count:
+            print(f"probe_promotion: {metadata.get('name', '?')}: {count} cp.async with .L2::{size}B", flush=True)
+        return re.sub(r"cp\.async\.(cg|ca)\.shared\.global(\s)", rf"cp.async.\1.shared.global.L2::{size}B\2", ptx)
 
-    def hook(backend, stages, options, language, capability):
-        if previous is not None:
-            previous(backend, stages, options, language, capability)
-        make_ptx = stages["ptx"]
-
-        def ptx_stage(src, metadata):
-            ptx = make_ptx(src, metadata)
-            edited = re.sub(r"cp\.async\.(cg|ca)\.shared\.global(\s)", rf"cp.async.\1.shared.global.L2::{size}B\2", ptx)
-            count = ptx.count("cp.async.cg.shared.global") + ptx.count("cp.async.ca.shared.global")
-            if count:
-                print(f"probe_promotion: {metadata.get('name', '?')}: {count} cp.async with .L2::{size}B", flush=True)
-            return edited
-        stages["ptx"] = ptx_stage
-
-    knobs.runtime.add_stages_inspection_hook = hook
+    ptx_pass.install(edit)
 
 
 def main() -> None:

@@ -65,24 +65,15 @@ def edit_ptx(ptx: str) -> tuple[str, int]:
 
 
 def install() -> None:
-    from triton import knobs
+    import ptx_pass
 
-    previous = knobs.runtime.add_stages_inspection_hook
+    def edit(ptx, metadata):
+        ptx, n = edit_ptx(ptx)
+        if any(f".entry {name}" in ptx for name in KERNELS):
+            print(f"[step barriers] {metadata.get('name', '?')}: {n} removed", flush=True)
+        return ptx
 
-    def hook(backend, stages, options, language, capability):
-        if previous is not None:
-            previous(backend, stages, options, language, capability)
-        make_ptx = stages["ptx"]
-
-        def ptx_stage(src, metadata):
-            ptx, n = edit_ptx(make_ptx(src, metadata))
-            if any(f".entry {name}" in ptx for name in KERNELS):
-                print(f"[step barriers] {metadata.get('name', '?')}: {n} removed", flush=True)
-            return ptx
-        stages["ptx"] = ptx_stage
-
-    knobs.runtime.add_stages_inspection_hook = hook
-
+    ptx_pass.install(edit)
 
 if __name__ == "__main__":
     if "--ptx" in sys.argv:
