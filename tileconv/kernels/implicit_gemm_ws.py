@@ -33,13 +33,16 @@ convolutions do:
   bytes and small enough to hold: im2row_ws's unrolled stem (64 x 7 x 32, 28 KB: its GEMM 62 ->
   50 us on an H200); on ResNet-50's 1x1 GEMMs (128 x 512, 128 KB) it measured no gain (session 51).
 
-- or (``GROUPED``, implicit_gemm_ws only) a grouped convolution whose groups each fill a tile's
-  width: BLOCK_N = K/groups output channels, so N tile g is group g, its A tiles gathered from
-  input channels g*C/g on and its B tiles from the (K, R*S*C/g) weight's rows of group g. No
-  group is merged with another: no zeros multiplied, no NaN spread between groups to undo.
-  ResNeXt's 3x3 layers with 16 or 32 channels a group are such (wgmma's N may be 8 to 256).
+- or (``GROUPED``, implicit_gemm_ws only: grouped_gemm_ws) a grouped convolution one group a tile:
+  BLOCK_N = K/groups output channels, so N tile g is group g, its A tiles gathered from input
+  channels g*C/g on and its B tiles from the (K, R*S*C/g) weight's rows of group g. Its launcher
+  merges thin groups first (``SUB_C``, ``SUB_K``: the channels of the groups in each merged one,
+  the weight block-diagonal), so that a gathered pixel row is a whole 128-byte line (a 16-channel
+  group's is 32 bytes, and the copies' cost goes by the lines they visit: H200, session 54); a tile
+  whose sums are not all finite (an Inf or NaN input, spread by the zeros between merged groups)
+  is recomputed group by group in the MMA partition before its epilogue (:func:`_redo_by_group`).
 
-The grid is persistent (one program an SM), the tiles in grouped order (with ``RESIDENT``,
+The grid is persistent (one program an SM, or two: ``config.persistent``), the tiles in grouped order (with ``RESIDENT``,
 slice by slice). Gluon kernels compile only for a GPU: under Triton's interpreter this
 algorithm is unsupported (the launcher's ``implicit_gemm_ws_unsupported_reason`` says so) and
 its tests run on the GPU; CI compiles it for sm_90 (``benchmarks/sass.py``).
