@@ -12,20 +12,17 @@ from ``git show``, or from the file REV), launched by today's launcher with the 
 name, the two timed in turn for ``--rounds`` rounds and both outputs checked: an A/B of a kernel change
 in one process.
 
-``--ws``: implicit_gemm_ws tiles, one group a tile (block_n = K/g; 64 or 128 rows, rings of 4 to 16
-stages, ping-pong), on the rows it takes (C/g a multiple of 16, K/g a power of two from 8).
-
-``--ws-merged``: implicit_gemm_ws on the same convolution with groups merged (``pack`` groups a
-merged one of 64 input channels, the block-diagonal weight of grouped_gemm; and unmerged), one
-program an SM or two (``persistent=2``, the register file and shared memory halved): each
-gathered row 128 bytes where one group's is 32. A timing probe of the merge only: finite inputs give
-the right outputs (checked), a non-finite one would spread to the merged groups (no redo here).
+``--ws-merged``: grouped_gemm_ws's kernel (implicit_gemm_ws one merged group a tile, its
+non-finite redo compiled in) with ``pack`` groups merged into 64 input channels and unmerged (one
+group a tile where C/g is 16 or more), one program an SM or two (``persistent=2``, the register file
+and shared memory halved): each gathered row 128 bytes where one group's is 32.
 
 ``--gemm``: implicit_gemm tiles past the tuning candidates on each row instead of grouped_halo's (64
 to 128 rows, 2 to 6 stages, the reduction a tap's channels at a time or a whole filter row's
 (``fuse_sc``) in steps of 32 to 128): do the one-group GEMM rows want shorter reductions?
 """
 import argparse
+import functools
 import importlib.util
 import itertools
 import json
@@ -82,13 +79,6 @@ def gemm_configs(p):
     return out
 
 
-def ws_configs(p):
-    """implicit_gemm_ws tiles of one group a tile: 64 or 128 rows, 4 to 16 stages, ping-pong."""
-    n, k = p.k_per_group, min(64, p.c_per_group)
-    return [LaunchConfig(block_m=m, block_n=n, block_k=k, num_warps=4, num_stages=st, pingpong=pp)
-            for m, st, pp in ((128, 8, 0), (128, 4, 0), (128, 16, 0), (64, 8, 0), (64, 16, 0), (128, 8, 1), (64, 8, 1))]
-
-
 def kernel_at(rev):
     """conv2d_grouped_halo_kernel as it was at git revision ``rev`` (or in the file ``rev``: the device
     machine's checkout has no git history), wrapped so that today's launcher can launch it: the
@@ -132,8 +122,8 @@ def main():
     ap.add_argument("--against", help="a git revision or a copy of grouped_halo.py: time its grouped_halo kernel beside today's (A/B)")
     ap.add_argument("--rounds", type=int, default=2, help="with --against: A/B rounds")
     ap.add_argument("--gemm", action="store_true", help="sweep implicit_gemm tiles instead of grouped_halo's")
-    ap.add_argument("--ws", action="store_true", help="implicit_gemm_ws tiles (one group a tile) instead of grouped_halo's")
-    ap.add_argument("--ws-merged", action="store_true", help="implicit_gemm_ws over merged groups (timing probe)")
+    ap.add_argument("--ws-merged", action="store_true", help="grouped_gemm_ws's kernel, groups merged or not, "
+                                                                 "instead of grouped_halo's tiles")
     args = ap.parse_args()
     today = launch.conv2d_grouped_halo_kernel
     variants = {"A": today}
@@ -162,16 +152,18 @@ def main():
                 if pack < 1 or p.groups % pack or p.k_per_group * pack > 256:
                     continue
                 merged = replace(p, groups=p.groups // pack)
-                if launch.implicit_gemm_ws_unsupported_reason(merged):
+                if launch._ws_gather_reason(merged, grouped=True):
                     continue
                 mi = replace(i, weight=block_diagonal_weight(i.weight, p.groups, pack))
+                sub_groups = (p.c_per_group, p.k_per_group) if pack > 1 else (0, 0)
                 km = merged.k_per_group
                 # (rows, stages, ping-pong, programs an SM)
                 for m, st, pp, k in ((128, 8, 0, 0), (128, 3, 0, 2), (128, 4, 0, 2), (64, 6, 0, 2), (64, 4, 0, 2)):
                     config = LaunchConfig(block_m=m, block_n=km, block_k=min(64, cm), num_warps=4, num_stages=st,
                                           pingpong=pp, persistent=k)
                     try:
-                        r = measure(launch.launch_implicit_gemm_ws, merged, mi, ref, config, tolerance(p))
+                        r = measure(functools.partial(launch.launch_implicit_gemm_ws, sub_groups=sub_groups), merged,
+                                    mi, ref, config, tolerance(p))
                     except Exception as error:  # a ring past the shared memory: say so, go on
                         print(f"    merged x{pack} {config}: {str(error)[:90]}", flush=True)
                         continue
@@ -180,15 +172,11 @@ def main():
                     rec["merged"].append({"pack": pack, "config": config.to_dict(), **r})
             records.append(rec)
             continue
-        if args.gemm or args.ws:
+        if args.gemm:
             rec["gemm"] = []
-            reason = launch.implicit_gemm_ws_unsupported_reason(p) if args.ws else None
-            if reason:
-                print(f"    implicit_gemm_ws: {reason}", flush=True)
-            launcher = launch.launch_implicit_gemm_ws if args.ws else launch.launch_implicit_gemm
-            for config in [] if reason else ws_configs(p) if args.ws else gemm_configs(p):
+            for config in gemm_configs(p):
                 try:
-                    m = measure(launcher, p, i, ref, config, tolerance(p))
+                    m = measure(launch.launch_implicit_gemm, p, i, ref, config, tolerance(p))
                 except Exception as error:  # a tile past the shared memory: say so, go on
                     print(f"    gemm {config}: {str(error)[:90]}", flush=True)
                     continue

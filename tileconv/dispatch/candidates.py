@@ -46,7 +46,7 @@ from ..kernels.launch import (
     direct_rows_pairs_rows,
     group_pack_factor,
     grouped_halo_tiling,
-    grouped_ws_pack,
+    grouped_ws_merged,
     halo_tiling,
     image_fits,
     plane_sizes,
@@ -199,7 +199,7 @@ def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
     if algorithm == "grouped_gemm":
         return replace(problem, groups=problem.groups // group_pack_factor(problem))
     if algorithm == "grouped_gemm_ws":
-        return replace(problem, groups=problem.groups // grouped_ws_pack(problem))
+        return grouped_ws_merged(problem)
     if algorithm in ("im2row", "im2row_ws"):
         return problem.columns_as_channels()
     if algorithm == "staged_nhwc":

@@ -41,7 +41,7 @@ from ..kernels.launch import (
     grouped_halo_smallest,
     grouped_halo_tiling,
     grouped_halo_unsupported_reason,
-    grouped_ws_pack,
+    grouped_ws_merged,
     halo_tiling,
     im2row_unsupported_reason,
     im2row_ws_unsupported_reason,
@@ -705,7 +705,7 @@ def _grouped_ws_config(problem: ConvProblem) -> LaunchConfig:
     a tap's merged channels a step (64 in 16-bit types); eight stages, one program an SM where the
     tiles make two waves or more, else four stages and two programs an SM (session 54's probe, H200:
     c1024 hw14/2, 208 tiles, 15.4 -> 14.1 us; c512 hw28/2, 392 tiles, 20.7 at 8 stages, 23.2 at 4 x 2)."""
-    merged = replace(problem, groups=problem.groups // grouped_ws_pack(problem))
+    merged = grouped_ws_merged(problem)
     tiles = triton.cdiv(problem.gemm_m, 128) * merged.groups
     block_k = _pow2_between(merged.c_per_group, 8, 64 if problem.itemsize == 2 else 32)
     if tiles >= 2 * SM_COUNT_HINT:

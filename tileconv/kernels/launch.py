@@ -414,18 +414,19 @@ def implicit_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
 
 
 def _ws_gather_reason(problem: ConvProblem, grouped: bool) -> str | None:
-    """Why implicit_gemm_ws's kernel cannot run ``problem``; ``grouped``: one group a tile (None if
-    it can)."""
+    """Why implicit_gemm_ws's kernel cannot run ``problem``; ``grouped``: ``problem`` is
+    grouped_gemm_ws's merged one, run one merged group a tile (None if it can)."""
     if (reason := _ws_machine_reason(problem)) is not None:
         return reason
     if problem.layout != "nhwc":
         return "its loader gathers 16-byte channel segments: it needs channels_last"
+    group = " of each merged group" if grouped else ""
     if problem.c_per_group % (32 // problem.itemsize):
-        return (f"its reduction steps are whole channel blocks: it needs C{'/groups' if problem.groups > 1 else ''} "
-                f"a multiple of {32 // problem.itemsize}")
+        return (f"its reduction steps are whole channel blocks: it needs the input channels{group} "
+                f"({problem.c_per_group}) a multiple of {32 // problem.itemsize}")
     if grouped and (problem.k_per_group & (problem.k_per_group - 1) or not 8 <= problem.k_per_group <= 256):
-        return (f"it runs a group a tile (one wgmma's width): it needs K/groups a power of two from 8 to 256, "
-                f"not {problem.k_per_group}")
+        return (f"it runs a merged group a tile (one wgmma's width): it needs the output channels{group} "
+                f"a power of two from 8 to 256, not {problem.k_per_group}")
     return None
 
 
@@ -1585,11 +1586,17 @@ def group_pack_factor(problem: ConvProblem) -> int:
     """How many groups :func:`launch_grouped_gemm` merges: the largest divisor of
     ``groups`` that keeps the merged group within 32 input and 64 output channels
     (one tensor-core K-slice, one N tile); the zeros it adds cost FLOPs, not bytes."""
+    return _largest_pack(problem, 32, 64)
+
+
+def _largest_pack(problem: ConvProblem, max_c: int, max_k: int) -> int:
+    """The largest divisor of ``groups`` whose merged group keeps within ``max_c`` input and
+    ``max_k`` output channels (1 where no merge does)."""
     best = 1
     for pack in range(2, problem.groups + 1):
         if problem.groups % pack:
             continue
-        if problem.c_per_group * pack > 32 or problem.k_per_group * pack > 64:
+        if problem.c_per_group * pack > max_c or problem.k_per_group * pack > max_k:
             break
         best = pack
     return best
@@ -1625,15 +1632,13 @@ def grouped_ws_pack(problem: ConvProblem) -> int:
     """How many groups :func:`launch_grouped_gemm_ws` merges into one: the most that divide
     ``groups`` within :data:`GROUPED_WS_MERGED_BYTES` of input channels and 256 output channels
     (one wgmma's width)."""
-    best = 1
-    for pack in range(2, problem.groups + 1):
-        if problem.groups % pack:
-            continue
-        if (problem.c_per_group * pack * problem.itemsize > GROUPED_WS_MERGED_BYTES
-                or problem.k_per_group * pack > 256):
-            break
-        best = pack
-    return best
+    return _largest_pack(problem, GROUPED_WS_MERGED_BYTES // problem.itemsize, 256)
+
+
+def grouped_ws_merged(problem: ConvProblem) -> ConvProblem:
+    """The problem :func:`launch_grouped_gemm_ws` runs: ``problem`` with :func:`grouped_ws_pack`
+    groups merged into each."""
+    return replace(problem, groups=problem.groups // grouped_ws_pack(problem))
 
 
 def grouped_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
@@ -1642,10 +1647,7 @@ def grouped_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
         return reason
     if problem.groups == 1:
         return "it merges groups, and this problem has groups=1"
-    merged = replace(problem, groups=problem.groups // grouped_ws_pack(problem))
-    if (reason := _ws_gather_reason(merged, grouped=True)) is not None:
-        return reason.replace("C/groups", "the merged groups' C/groups").replace("K/groups", "the merged K/groups")
-    return None
+    return _ws_gather_reason(grouped_ws_merged(problem), grouped=True)
 
 
 def launch_grouped_gemm_ws(
@@ -1662,8 +1664,8 @@ def launch_grouped_gemm_ws(
     (``config.block_n`` = its K/groups): the copies gather whole 128-byte pixel rows where a thin
     group's are 32 bytes, and a tile whose input holds a NaN or an infinity is redone group by
     group (the zeros between groups would spread it)."""
-    pack = grouped_ws_pack(problem)
-    merged = replace(problem, groups=problem.groups // pack)
+    merged = grouped_ws_merged(problem)
+    pack = problem.groups // merged.groups
     sub_groups = (problem.c_per_group, problem.k_per_group) if pack > 1 else (0, 0)
     return launch_implicit_gemm_ws(merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual,
                                    out, config, sub_groups=sub_groups)
