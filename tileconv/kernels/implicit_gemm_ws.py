@@ -275,7 +275,6 @@ def _mma_partition(
     A_BY_CP_ASYNC: gl.constexpr,  # the A tiles arrive by cp.async (else by TMA, as the B tiles)
     held, RESIDENT: gl.constexpr,  # RESIDENT: b_bufs holds the N slice's weight chunks, chunk i on held[i]
     redo, SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # merged groups (SUB_K > 0): see _redo_by_group
-    TILE_M: gl.constexpr,  # the output rows a tile takes: BLOCK_M, or fewer (short tiles: pixel runs, one slice)
 ):
     """Consume the ring with asynchronous wgmma (one in flight), then the epilogue. With
     ``SLICES`` > 1 each tile's BLOCK_M rows are split among that many MMA partitions, this one
@@ -291,7 +290,6 @@ def _mma_partition(
     the held weight chunk i (landed once: its barrier's first phase), not the stage's."""
     gl.static_assert(not EPI_TMA or (BOX_Q == 0 and CONSUMERS == 1), "TMA stores: pixel-run tiles, one consumer")
     gl.static_assert(SLICES == 1 or (BOX_Q == 0 and CONSUMERS == 1), "row slices: pixel-run tiles, no ping-pong")
-    gl.static_assert(TILE_M == BLOCK_M or (BOX_Q == 0 and SLICES == 1), "short tiles: pixel runs, one slice")
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
@@ -345,12 +343,10 @@ def _mma_partition(
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))
         # The tile's channels fold as one (the launcher's condition: BLOCK_N divides fold_k).
         tile_out = out_ptr + (pid_n * BLOCK_N // fold_k).to(gl.int64) * fold_jump
-        img, row, col = tile_origin(pid_m, PI, Q, TILE_M, BOX_Q)
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         row += SLICE * SLICE_M  # (a slice's rows: pixel runs only)
-        rows = gl.arange(0, SLICE_M, layout=gl.SliceLayout(1, out_layout))
-        n, p, q, mask_m = tile_pixels(rows, img, row, col, M, PI, P, Q, BOX_Q, INT64)
-        if TILE_M < BLOCK_M:  # a short tile's last rows are the next tile's (their sums: whatever the buffer held)
-            mask_m = mask_m & (rows < TILE_M)
+        n, p, q, mask_m = tile_pixels(gl.arange(0, SLICE_M, layout=gl.SliceLayout(1, out_layout)), img, row, col,
+                                      M, PI, P, Q, BOX_Q, INT64)
         if HAS_RESIDUAL:  # the residual read in the stores' layout (16 bytes a thread), then the epilogue
             store_output_tile(gl.convert_layout(acc, out_layout), tile_out, bias_ptr, res_ptr, n, p, q, mask_m,
                               offs_k, offs_k < K, stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk,
@@ -432,7 +428,7 @@ def conv2d_implicit_gemm_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K, BLOCK_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT, GROUPED)),
@@ -442,22 +438,22 @@ def conv2d_implicit_gemm_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K, BLOCK_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K)),
             (_loader_partition, (x_ptr, w_desc, a_bufs, b_bufs, ready, empty, held, M, H, W, C, K, P, Q,
                                  stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
                                  BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, VEC, LOADER_WARPS, INT64, RESIDENT, GROUPED)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, P, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, fold_k, fold_jump, stride_rn, stride_rk,
                               stride_rp, stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K, BLOCK_M)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, 0, EPI_TMA, 0, 1, True, held, RESIDENT, redo, SUB_C, SUB_K)),
         ], [LOADER_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])
 
 
 @gluon.jit
 def _tma_loader_partition(
-    x_desc, x_tail, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+    x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-    BOX_Q: gl.constexpr, SLICES: gl.constexpr, held, RESIDENT: gl.constexpr, TILE_M: gl.constexpr,
+    BOX_Q: gl.constexpr, SLICES: gl.constexpr, held, RESIDENT: gl.constexpr,
 ):
     """Fill the ring by bulk copies only (one warp): for every tile and channel step of this
     program, the A box and the weight tile into one stage, both counted on its mbarrier (with
@@ -467,21 +463,15 @@ def _tma_loader_partition(
     rows, one into each of the stage's A buffers (rows past M: the engine's zero fill).
     A strided problem's 4D box lands in the stage's [BLOCK_M, BLOCK_K] buffer as the same
     bytes: the shared layout's swizzle depends on a row's place in the buffer (the box's rows
-    flattened), not on the box's shape. A short tile (``TILE_M`` < BLOCK_M rows, pixel runs)
-    lands in the first TILE_M rows of the stage's buffer, as a box of x_desc (64 rows) and boxes
-    of x_tail (16 rows: TMA boxes, as Gluon's tensors, are powers of two); the MMA reads the
-    buffer's other rows as they are (their sums are rows the epilogue does not store)."""
+    flattened), not on the box's shape."""
     STAGES: gl.constexpr = a_bufs.type.shape[0] // SLICES
     SLICE_M: gl.constexpr = BLOCK_M // SLICES
     W_BYTES: gl.constexpr = w_desc.block_type.nbytes
-    HEAD: gl.constexpr = x_desc.block_type.shape[0]  # (short tiles)
-    TAIL: gl.constexpr = x_tail.block_type.shape[0]
-    A_BYTES: gl.constexpr = SLICES * x_desc.block_type.nbytes if TILE_M == BLOCK_M else x_desc.block_type.nbytes // HEAD * TILE_M
-    nbytes: gl.constexpr = A_BYTES + (0 if RESIDENT else W_BYTES)
+    nbytes: gl.constexpr = SLICES * x_desc.block_type.nbytes + (0 if RESIDENT else W_BYTES)
     it = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         pid_m, pid_n = _tile_coords(tile, num_m, num_n, GROUP_M, RESIDENT)
-        img, row, col = tile_origin(pid_m, PI, Q, TILE_M, BOX_Q)
+        img, row, col = tile_origin(pid_m, PI, Q, BLOCK_M, BOX_Q)
         for step in range(steps):
             stage = it % STAGES
             mbarrier.wait(empty.index(stage), ((it // STAGES) & 1) ^ 1)  # the MMA warps are done with it
@@ -496,16 +486,9 @@ def _tma_loader_partition(
                 mbarrier.expect(bar, nbytes)
                 tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, step * BLOCK_K], bar, b_bufs.index(stage))
             if BOX_Q == 0:
-                if TILE_M < BLOCK_M:  # a short tile: x_desc's box of 64 rows, then x_tail's of 16
-                    dest = a_bufs.index(stage)
-                    tma.async_copy_global_to_shared(x_desc, [row, step * BLOCK_K], bar, dest.slice(0, HEAD))
-                    for j in gl.static_range((TILE_M - HEAD) // TAIL):
-                        tma.async_copy_global_to_shared(x_tail, [row + HEAD + j * TAIL, step * BLOCK_K], bar,
-                                                        dest.slice(HEAD + j * TAIL, TAIL))
-                else:
-                    for j in gl.static_range(SLICES):
-                        tma.async_copy_global_to_shared(x_desc, [row + j * SLICE_M, step * BLOCK_K], bar,
-                                                        a_bufs.index(stage * SLICES + j))
+                for j in gl.static_range(SLICES):
+                    tma.async_copy_global_to_shared(x_desc, [row + j * SLICE_M, step * BLOCK_K], bar,
+                                                    a_bufs.index(stage * SLICES + j))
             else:
                 box = a_bufs.index(stage)._reinterpret(x_desc.dtype, x_desc.block_type.shape, x_desc.layout)
                 tma.async_copy_global_to_shared(x_desc, [img, row, col, step * BLOCK_K], bar, box)
@@ -514,9 +497,8 @@ def _tma_loader_partition(
 
 @gluon.jit
 def conv1x1_ws_kernel(
-    x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M // SLICES, BLOCK_K) (short tiles: (64, BLOCK_K));
-             # or (BOX_Q > 0) over the strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
-    x_tail,  # short tiles: over x as x_desc, block (16, BLOCK_K); else x_desc again (never read)
+    x_desc,  # TensorDescriptor over x as (M, C), block (BLOCK_M // SLICES, BLOCK_K); or (BOX_Q > 0) over
+             # the strided view as (NI, PI, Q, C), block (1, BLOCK_M // BOX_Q, BOX_Q, BLOCK_K)
     w_desc,  # TensorDescriptor over the weight as (K, C), block (BLOCK_N, BLOCK_K)
     out_desc,  # None, or (EPI_TMA) a TensorDescriptor over the output as (M, K), block (BLOCK_M // SLICES, EPI_N)
     out_ptr, bias_ptr, res_ptr,  # output [N, K, P, Q] (strides below), bias [K], residual
@@ -533,8 +515,6 @@ def conv1x1_ws_kernel(
     SLICES: gl.constexpr,  # 1, or 3: MMA partitions sharing each tile's rows (BOX_Q = 0, CONSUMERS = 1)
     RESIDENT: gl.constexpr,  # 0, or cdiv(C, BLOCK_K): the weight chunks a program holds (its N slice; the
                              # grid a multiple of num_n)
-    TILE_M: gl.constexpr,  # the output rows a tile takes: BLOCK_M, or (short tiles: BOX_Q = 0, SLICES = 1, no
-                           # out_desc) 64 plus a multiple of 16, in a BLOCK_M accumulator
 ):
     """A 1x1 unpadded convolution of any stride, warp-specialized as the kernel above, with
     both operands by bulk copy: a one-warp loader (TMA, zero fill for every tail: C need not
@@ -566,37 +546,37 @@ def conv1x1_ws_kernel(
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT, M, 0, 0, TILE_M)),
-            (_tma_loader_partition, (x_desc, x_tail, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT, TILE_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 3, False, held, RESIDENT, M, 0, 0)),
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False, held, RESIDENT, M, 0, 0, TILE_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 1, 3, False, held, RESIDENT, M, 0, 0)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False, held, RESIDENT, M, 0, 0, TILE_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 2, 3, False, held, RESIDENT, M, 0, 0)),
         ], [1, NUM_WARPS, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS, CONSUMER_REGS])
     elif CONSUMERS == 1:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0, TILE_M)),
-            (_tma_loader_partition, (x_desc, x_tail, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT, TILE_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 1, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0)),
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
         ], [1], [LOADER_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0, TILE_M)),
-            (_tma_loader_partition, (x_desc, x_tail, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
-                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT, TILE_M)),
+                              MMA_K, NUM_WARPS, INT64, 0, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0)),
+            (_tma_loader_partition, (x_desc, w_desc, a_bufs, b_bufs, ready, empty, num_m, num_n, steps, PI, Q,
+                                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, BOX_Q, SLICES, held, RESIDENT)),
             (_mma_partition, (a_bufs, b_bufs, ready, empty, turn, out_ptr, bias_ptr, res_ptr, out_tma, epi, M, K, P, Q, PI, num_m, steps,
                               stride_on, stride_ok, stride_op, stride_oq, K, 0, stride_rn, stride_rk, stride_rp,
                               stride_rq, alpha, beta, ACTIVATION, HAS_BIAS, HAS_RESIDUAL, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0, TILE_M)),
+                              MMA_K, NUM_WARPS, INT64, 1, 2, BOX_Q, EPI_TMA, 0, 1, False, held, RESIDENT, M, 0, 0)),
         ], [1, NUM_WARPS], [LOADER_REGS, CONSUMER_REGS])

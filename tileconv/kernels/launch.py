@@ -714,12 +714,12 @@ def _ws_output_descriptor(problem: ConvProblem, residual: torch.Tensor | None, o
     as the (N*P*Q, K) matrix, block (rows, EPI_N) with rows a tile's (a row slice's: :func:`ws_slices`)
     and EPI_N the columns of 128 bytes (two such buffers a slice: 2 * BLOCK_M rows in all); None
     where the tile leaves by pointer stores instead: a residual (read in the stores' layout),
-    ping-pong (two consumers would share the buffers), box tiles (``box_q``), short tiles, an output that is
+    ping-pong (two consumers would share the buffers), box tiles (``box_q``), an output that is
     not one dense channels_last matrix, a tile of more than four chunks, or a ring that leaves
     no room for the two chunk buffers."""
     epi_n = ws_epilogue_columns(problem, config)
     budget = (DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE) // max(1, config.persistent)
-    if (residual is not None or config.pingpong or box_q or ws_short_tile(config) or config.block_n > 4 * epi_n
+    if (residual is not None or config.pingpong or box_q or config.block_n > 4 * epi_n
             or ws_tma_store_bytes(problem, config, block_k) > budget):
         return None
     out2d = out.permute(0, 2, 3, 1)
@@ -740,30 +740,8 @@ def ws_tma_store_bytes(problem: ConvProblem, config: LaunchConfig, block_k: int)
     """Shared memory of a warp-specialized kernel with the TMA-store epilogue: the ring (with
     ``config.resident``, the A stages and the held weight slice), the two chunk buffers of each
     row (2 x block_m x :func:`ws_epilogue_columns`), and 1 KB for the barriers and the compiler's scratch."""
-    config = replace(config, block_m=ws_accumulator_rows(config))
     return (config.ring_bytes(problem.itemsize, block_k, problem.gemm_k)
             + 2 * config.block_m * ws_epilogue_columns(problem, config) * problem.itemsize + 1024)
-
-
-# gemm_1x1_ws's short tiles: their A rows copied as a box of WS_SHORT_HEAD rows, then boxes of
-# WS_SHORT_TAIL (a TMA box, as Gluon's tensors, is a power of two); pointer stores.
-WS_SHORT_HEAD = 64
-WS_SHORT_TAIL = 16
-
-
-def ws_short_tile(config: LaunchConfig) -> bool:
-    """Whether ``config`` is one of gemm_1x1_ws's short tiles: ``block_m`` WS_SHORT_HEAD plus a multiple
-    of WS_SHORT_TAIL under 128 (stride 1), computed in a 128-row accumulator (:func:`ws_accumulator_rows`)
-    whose rows past ``block_m`` are never stored. cuBLAS's GEMMs take 96- and 112-pixel tiles on
-    ResNet-50's 1x1 rows so that each of 132 SMs reads fewer bytes (H200, session 54: 448 KB an SM
-    against our 512 on c1024 hw14 k256)."""
-    return WS_SHORT_HEAD < config.block_m < 128 and config.block_m % WS_SHORT_TAIL == 0
-
-
-def ws_accumulator_rows(config: LaunchConfig) -> int:
-    """The rows of a warp-specialized kernel's accumulator (and of its ring's A tiles): ``block_m``,
-    or 128 for a short tile (:func:`ws_short_tile`)."""
-    return 128 if ws_short_tile(config) else config.block_m
 
 
 def ws_slices(config: LaunchConfig) -> int:
@@ -782,11 +760,9 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
     if config.num_warps not in WS_MAX_REGS or ((config.pingpong or slices > 1) and config.num_warps != 4):
         raise ValueError(f"config num_warps={config.num_warps}: {name} runs 4 or 8 MMA warps "
                          "(4, one warpgroup, for each of ping-pong's two and of a 192-row tile's three)")
-    if config.block_m & (config.block_m - 1) and (
-            name != "gemm_1x1_ws" or not (ws_short_tile(config) or (slices > 1 and not config.pingpong))):
+    if config.block_m & (config.block_m - 1) and (name != "gemm_1x1_ws" or slices == 1 or config.pingpong):
         raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
-                         + (f", 192 without ping-pong, or (stride 1) {WS_SHORT_HEAD} plus a multiple of "
-                            f"{WS_SHORT_TAIL} under 128" if name == "gemm_1x1_ws" else ""))
+                         + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
     maxnreg = WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps]
     if config.persistent > 1:  # programs an SM: the register file shared among them
         if config.pingpong or slices > 1 or config.num_warps != 4 or config.persistent > 2:
@@ -831,33 +807,27 @@ def launch_gemm_1x1_ws(
     one program an SM. A tensor the copy engine cannot describe runs on the implicit GEMM
     instead, with the same result."""
     options = _ws_options(problem, config, "gemm_1x1_ws")
-    rows = ws_accumulator_rows(config)
-    if (ws_slices(config) > 1 or rows != config.block_m) and problem.stride != (1, 1):
-        raise ValueError(f"config block_m={config.block_m}: gemm_1x1_ws's "
-                         f"{'row slices' if rows == config.block_m else 'short tiles'} need stride 1 "
+    if ws_slices(config) > 1 and problem.stride != (1, 1):
+        raise ValueError(f"config block_m={config.block_m}: gemm_1x1_ws's row slices need stride 1 "
                          f"(got stride={problem.stride})")
     b2d = weight.reshape(problem.k, problem.c)
     views = _gemm_1x1_views(problem, x, out, config)
     programs, held = _ws_grid(problem, config, config.block_k, views.m_tiles, out.device)
     if not (describable(views.a, problem.itemsize) and describable(b2d, problem.itemsize)):
-        # (a 192-row tile is the slices', a short one the kernel's; the implicit GEMM takes 128 and 64 rows)
-        fallback = replace(config, block_m=128) if config.block_m & (config.block_m - 1) else config
+        # (a 192-row tile is the slices'; the implicit GEMM takes 128 and 64 rows)
+        fallback = replace(config, block_m=128) if ws_slices(config) > 1 else config
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, fallback)
     a_block = [views.a_block[0] // ws_slices(config), *views.a_block[1:]]  # a row slice's (stride 1 only)
-    if rows != config.block_m:  # a short tile: a box of WS_SHORT_HEAD rows and boxes of WS_SHORT_TAIL
-        a_desc = _gluon_descriptor(views.a, [WS_SHORT_HEAD, config.block_k], problem)
-        a_tail = _gluon_descriptor(views.a, [WS_SHORT_TAIL, config.block_k], problem)
-    else:
-        a_desc = a_tail = _gluon_descriptor(views.a, a_block, problem)
+    a_desc = _gluon_descriptor(views.a, a_block, problem)
     w_desc = _gluon_descriptor(b2d, [config.block_n, config.block_k], problem)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     out_desc = _ws_output_descriptor(problem, residual, out, config, config.block_k, views.box_q)
     return launch(conv1x1_ws_kernel, (programs,),
-                  a_desc, a_tail, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
+                  a_desc, w_desc, out_desc, *pointers, problem.gemm_m, problem.k, problem.c, problem.out_h, problem.out_w,
                   views.m_tiles, views.grid_rows, *epilogue_strides, **epilogue,
-                  BLOCK_M=rows, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+                  BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   BOX_Q=views.box_q, LOADER_REGS=WS_TMA_LOADER_REGS, EPI_TMA=out_desc is not None,
-                  RESIDENT=held, TILE_M=config.block_m, **options)
+                  RESIDENT=held, **options)
 
 
 def _ws_grid(problem: ConvProblem, config: LaunchConfig, block_k: int, m_tiles: int,
@@ -884,7 +854,7 @@ def resident_unsupported_reason(problem: ConvProblem, config: LaunchConfig, num_
     num_n = cdiv(problem.k, config.block_n)
     if num_n > num_sms:
         return f"its {num_n} weight slices of {config.block_n} channels outnumber the {num_sms} SMs"
-    need = replace(config, block_m=ws_accumulator_rows(config)).ring_bytes(problem.itemsize, channels=problem.gemm_k)
+    need = config.ring_bytes(problem.itemsize, channels=problem.gemm_k)
     if need > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE:
         return (f"a {config.block_n}-channel weight slice of R*S*C={problem.gemm_k} and "
                 f"{config.num_stages} A stages take {need} bytes of shared memory, more than a block has")
