@@ -7,6 +7,9 @@ change is about.
 
 - epilogue: implicit_gemm_ws's and gemm_1x1_ws's TMA-store epilogue against their pointer stores
   (``launch._ws_output_descriptor`` returning None).
+- loader: implicit_gemm_ws's (and grouped_gemm_ws's) loader warps as ``launch.ws_loader_warps``
+  says against one warpgroup always (``launch.WS_LOADER_WARPS``). Session 55 measured it with two
+  loader warpgroups for every one-warpgroup tile, grouped or dense.
 
 Each variant is timed ``--rounds`` times in turn (A, B, A, B, ...: the machine's drift falls on
 both), each time by ``triton.testing.do_bench`` (L2 cleared before every run, median), and its
@@ -34,7 +37,7 @@ from tileconv.kernels import launch
 from tileconv.testing import compare, random_inputs, tolerance
 
 parser = argparse.ArgumentParser()
-parser.add_argument("change", choices=("epilogue",))
+parser.add_argument("change", choices=("epilogue", "loader"))
 parser.add_argument("--epilogue", default="none")
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--suites", default=None)
@@ -44,6 +47,8 @@ print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, torch
 CHANGES = {  # change: (the launcher's attribute, A, B, the algorithms it is about, default suites)
     "epilogue": ("_ws_output_descriptor", launch._ws_output_descriptor, lambda *a, **k: None,
                  ("implicit_gemm_ws", "gemm_1x1_ws"), "seed,resnet50"),
+    "loader": ("ws_loader_warps", launch.ws_loader_warps, lambda config, grouped: launch.WS_LOADER_WARPS,
+               ("implicit_gemm_ws", "grouped_gemm_ws"), "grouped,resnet50,seed"),
 }
 attribute, new, old, algorithms, suites = CHANGES[args.change]
 variants = {"A": new, "B": old}

@@ -14,8 +14,9 @@ in one process.
 
 ``--ws-merged``: grouped_gemm_ws's kernel (implicit_gemm_ws one merged group a tile, its
 non-finite redo compiled in) with ``pack`` groups merged into 64 input channels and unmerged (one
-group a tile where C/g is 16 or more), one program an SM or two (``persistent=2``, the register file
-and shared memory halved): each gathered row 128 bytes where one group's is 32.
+group a tile where C/g is 16 or more; ``--ws-widths`` picks), one program an SM or two
+(``persistent=2``, the register file and shared memory halved), the weight slice held in shared
+memory or not (``--ws-configs``): each gathered row 128 bytes where one group's is 32.
 
 ``--gemm``: implicit_gemm tiles past the tuning candidates on each row instead of grouped_halo's (64
 to 128 rows, 2 to 6 stages, the reduction a tap's channels at a time or a whole filter row's
@@ -124,7 +125,11 @@ def main():
     ap.add_argument("--gemm", action="store_true", help="sweep implicit_gemm tiles instead of grouped_halo's")
     ap.add_argument("--ws-merged", action="store_true", help="grouped_gemm_ws's kernel, groups merged or not, "
                                                                  "instead of grouped_halo's tiles")
+    ap.add_argument("--ws-configs", default="128:8:0:0:0,128:3:0:2:0,128:4:0:2:0,64:6:0:2:0,64:4:0:2:0",
+                    help="--ws-merged's tiles, rows:stages:pingpong:programs:resident each")
+    ap.add_argument("--ws-widths", default="", help="--ws-merged's merged input channels (default: 64 and C/g)")
     args = ap.parse_args()
+    args.ws_configs = [tuple(int(v) for v in item.split(":")) for item in args.ws_configs.split(",")]
     today = launch.conv2d_grouped_halo_kernel
     variants = {"A": today}
     if args.against:
@@ -147,7 +152,8 @@ def main():
                "auto_us": t_auto, "roofline_us": floor, "halo": []}
         if args.ws_merged:
             rec["merged"] = []
-            for cm in sorted({64, max(16, p.c_per_group)}):
+            for cm in ([int(w) for w in args.ws_widths.split(",")] if args.ws_widths
+                       else sorted({64, max(16, p.c_per_group)})):
                 pack = cm // p.c_per_group
                 if pack < 1 or p.groups % pack or p.k_per_group * pack > 256:
                     continue
@@ -157,10 +163,10 @@ def main():
                 mi = replace(i, weight=block_diagonal_weight(i.weight, p.groups, pack))
                 sub_groups = (p.c_per_group, p.k_per_group) if pack > 1 else (0, 0)
                 km = merged.k_per_group
-                # (rows, stages, ping-pong, programs an SM)
-                for m, st, pp, k in ((128, 8, 0, 0), (128, 3, 0, 2), (128, 4, 0, 2), (64, 6, 0, 2), (64, 4, 0, 2)):
+                # (rows, stages, ping-pong, programs an SM, the weight slice held: resident)
+                for m, st, pp, k, held in args.ws_configs:
                     config = LaunchConfig(block_m=m, block_n=km, block_k=min(64, cm), num_warps=4, num_stages=st,
-                                          pingpong=pp, persistent=k)
+                                          pingpong=pp, persistent=k, resident=held)
                     try:
                         r = measure(functools.partial(launch.launch_implicit_gemm_ws, sub_groups=sub_groups), merged,
                                     mi, ref, config, tolerance(p))

@@ -619,6 +619,31 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
     assert all(choose_algorithm(problem) != "grouped_gemm_ws" for problem in grouped.values())
 
 
+def test_grouped_gemm_ws_gathers_with_two_loader_warpgroups(monkeypatch):
+    """grouped_gemm_ws's one-warpgroup tiles at one program an SM launch the ws kernel with two
+    loader warpgroups and 168 registers a thread (12 warps; session 55, H200: 2%-4% faster on the
+    stride-2 ResNeXt rows); two programs an SM and dense problems keep one loader warpgroup and
+    their register caps. The launches are recorded, not run (a Hopper faked: any machine)."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    launched = {}
+    monkeypatch.setattr(launch, "launch", lambda kernel, grid, *args, **kwargs: launched.update(kwargs))
+    cases = {case.name: case for suite in ("grouped", "resnet50") for case in get_suite(suite)}
+    for algorithm, name, config, warps, registers in (
+            ("grouped_gemm_ws", "resnext g32 c512 hw28/2", LaunchConfig(128, 64, 64, 8, 4, 8), 8, 168),
+            ("grouped_gemm_ws", "resnext g32 c1024 hw14/2", LaunchConfig(128, 64, 64, 8, 4, 4, persistent=2), 4, 128),
+            ("implicit_gemm_ws", "r50 c256 hw14 k256 3x3/1", LaunchConfig(128, 128, 64, 8, 4, 6), 4, 256),
+            ("implicit_gemm_ws", "r50 c512 hw7 k512 3x3/1", LaunchConfig(128, 256, 64, 8, 8, 4), 4, 168)):
+        problem = cases[name].problem(torch.float16, "nhwc", batch=2)
+        inputs = random_inputs(problem, "cpu", seed=0)
+        out = torch.empty(problem.output_shape, dtype=problem.dtype).contiguous(memory_format=torch.channels_last)
+        launched.clear()
+        ALGORITHMS[algorithm].launch(problem, inputs.x, inputs.weight, None, None, out, config)
+        assert (launched["LOADER_WARPS"], launched["maxnreg"]) == (warps, registers), (name, config)
+
+
 def test_deep_narrow_1x1_layers_take_gemm_1x1_ws_on_hopper(monkeypatch):
     """On a Hopper GPU (faked: this runs on any machine) the 16-bit stride-1 1x1 layers of at least
     256 input channels to outputs at most 28 wide run on gemm_1x1_ws untuned, each with the tile

@@ -363,6 +363,16 @@ def launch_tma_rows(
 # (sm_90 compiles: no spills at 88).
 WS_LOADER_WARPS = 4
 WS_LOADER_REGS = 88
+# ... two warpgroups for grouped_gemm_ws's merged groups under one MMA warpgroup (one program an
+# SM, no ping-pong): 12 warps, the register file's 168 a thread at launch (the loader's 88 leave the
+# MMA warps 256). There the MMA warps wait on the ring (Nsight Compute, H200, session 55: ResNeXt
+# c512 hw28/2, 22% of samples on the ready barrier, the loader never on a free stage, its warps'
+# stalls 'wait' (fixed latency) and 'selected'): more warps take fewer rows each. Measured
+# (benchmarks/probe_ab.py loader, same session, A/B in one process): ResNeXt c256 hw56/2 34.7 us
+# against 36.0, c512 hw28/2 20.6 against 21.1; on dense tiles none faster (c512 hw7 3x3 24.7
+# against 23.6, c128 hw56 3x3/2 25.0 both), so dense problems keep one loader warpgroup.
+WS_WIDE_LOADER_WARPS = 8
+WS_WIDE_MAX_REGS = 168
 # Registers a thread the kernel is launched with, by the warps of its MMA partitions (the
 # loader's warpgroup comes on top): the whole register file over all warps, so that the
 # compiler's reallocation between the partitions has the file to share out.
@@ -477,6 +487,9 @@ def launch_implicit_gemm_ws(
         raise ValueError(f"config block_n={config.block_n}: implicit_gemm_ws runs a grouped convolution one group "
                          f"a tile, so block_n must be K/groups = {problem.k_per_group}")
     options = _ws_options(problem, config, "implicit_gemm_ws")
+    loader_warps = ws_loader_warps(config, grouped)
+    if loader_warps != WS_LOADER_WARPS:
+        options["maxnreg"] = WS_WIDE_MAX_REGS
     block_k = ws_block_k(problem, config.block_k)
     programs, held = _ws_grid(problem, config, block_k, cdiv(problem.gemm_m, config.block_m), out.device)
     w2d = _ws_weight_matrix(problem, weight)
@@ -496,7 +509,7 @@ def launch_implicit_gemm_ws(
                   problem.padding[1], problem.dilation[0], problem.dilation[1], x.stride(0), x.stride(2), x.stride(3),
                   *epilogue_strides[:4], fold_k, fold_jump, *epilogue_strides[4:], problem.r, problem.s, **epilogue,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=block_k, GROUP_M=config.group_m,
-                  LOADER_WARPS=WS_LOADER_WARPS, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None,
+                  LOADER_WARPS=loader_warps, LOADER_REGS=WS_LOADER_REGS, EPI_TMA=out_desc is not None,
                   RESIDENT=held, GROUPED=grouped, w_ptr=w2d, SUB_C=sub_groups[0], SUB_K=sub_groups[1],
                   **options)
 
@@ -748,6 +761,16 @@ def ws_slices(config: LaunchConfig) -> int:
     """The MMA partitions sharing each of gemm_1x1_ws's tiles by rows: 3 (of WS_SLICE_ROWS rows
     each) for block_m = 192, a tile no single power-of-two accumulator covers; else 1."""
     return 3 if config.block_m == 3 * WS_SLICE_ROWS else 1
+
+
+def ws_loader_warps(config: LaunchConfig, grouped: bool) -> int:
+    """implicit_gemm_ws's loader warps for ``config``: :data:`WS_WIDE_LOADER_WARPS` for a grouped
+    problem (one group a tile) with one MMA warpgroup, one program an SM and no ping-pong, else
+    :data:`WS_LOADER_WARPS` (8 MMA warps beside 8 loader warps leave the MMA partition too few
+    registers: ptxas refused seed000's 128x256 tile)."""
+    if grouped and config.num_warps == 4 and not config.pingpong and config.persistent <= 1:
+        return WS_WIDE_LOADER_WARPS
+    return WS_LOADER_WARPS
 
 
 def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
