@@ -6,12 +6,20 @@ every output checked against float32 F.conv2d (NaN-filled before the call), plus
 check a row.
 
     python3 benchmarks/probe_frame.py [--json OUT.json] [--rows NAME ...] [--stride 1|2]
-                                      [--dtype float16|bfloat16]
+                                      [--dtype float16|bfloat16] [--grouped]
+
+``--grouped``: grouped_frame (the kernel one merged group a tile, grouped_gemm_ws's merge) on the
+grouped suite's rows, each of its candidates beside the row's cuDNN and tileconv times, every
+output checked. With ``--stand-ins`` (session 55's question before grouped_frame existed: would
+the kernel pay there?) each row's dense stand-in instead: the dense convolution whose tiles do
+the same work (C = K = the merged group's channels, the batch times the merged groups), its frame
+tiles and implicit_gemm_ws's 128x64 tile (grouped_gemm_ws's, one loader warpgroup).
 """
 import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 
 sys.path.insert(0, os.getcwd())
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +32,7 @@ import tileconv.kernels.launch as launch
 from tileconv.bench.host import _graph_us
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import select
+from tileconv.dispatch.candidates import grouped_frame_candidates
 from tileconv.kernels import LaunchConfig
 from tileconv.testing import compare, random_inputs, tolerance
 
@@ -41,10 +50,14 @@ def main():
     ap.add_argument("--rows", nargs="*")
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--stride", type=int, help="only rows of this stride")
+    ap.add_argument("--grouped", action="store_true", help="grouped_frame on the grouped suite's rows")
+    ap.add_argument("--stand-ins", action="store_true", help="--grouped: dense stand-ins instead of grouped_frame")
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
+    if args.grouped:
+        return grouped(args, dtype)
     records = []
     for case in (c for s in ("resnet50", "seed", "vae") for c in get_suite(s)):
         p = case.problem(dtype, "nhwc")
@@ -81,6 +94,59 @@ def main():
                                               LaunchConfig.from_dict(rec["frame"][0]["config"]))
             rec["bias_relu_ok"] = compare(out, refe.double(), tolerance(pe)).ok
             print(f"    bias+relu ok {rec['bias_relu_ok']}", flush=True)
+        records.append(rec)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "rows": records}, f, indent=1)
+
+
+def grouped(args, dtype) -> None:
+    """``--grouped``: see the module's docstring."""
+    records = []
+    for case in get_suite("grouped"):
+        p = case.problem(dtype, "nhwc")
+        i = random_inputs(p, "cuda", seed=0)
+        t_ref = _graph_us(lambda p=p, i=i: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups))
+        algo, config = select(p)
+        t_auto = _graph_us(lambda i=i, p=p: tileconv.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation,
+                                                             p.groups))
+        if not args.stand_ins:
+            ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
+            print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
+                  f"{t_ref / t_auto:4.2f}x", flush=True)
+            rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto, "grouped_frame": []}
+            for config in grouped_frame_candidates(p):
+                m = measure(launch.launch_grouped_frame, p, i, ref, config, tolerance(p))
+                print(f"    grouped_frame {config}: {m['us']:6.1f} us {t_ref / m['us']:4.2f}x cuDNN, "
+                      f"{t_auto / m['us']:4.2f}x auto, ok {m['ok']}", flush=True)
+                rec["grouped_frame"].append({"config": config.to_dict(), **m})
+            records.append(rec)
+            continue
+        merged = launch.grouped_ws_merged(p)
+        dense = replace(p, n=p.n * merged.groups, c=merged.c_per_group, k=merged.k_per_group, groups=1)
+        di = random_inputs(dense, "cuda", seed=0)
+        ref = F.conv2d(di.x.float(), di.weight.float(), None, dense.stride, dense.padding)
+        print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
+              f"{t_ref / t_auto:4.2f}x | stand-in n={dense.n} c={dense.c} k={dense.k}", flush=True)
+        rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto,
+               "stand_in": {"n": dense.n, "c": dense.c, "k": dense.k}, "frame": []}
+        ws = LaunchConfig(128, dense.k, 64, 8, 4, 8)
+        m = measure(launch.launch_implicit_gemm_ws, dense, di, ref, ws, tolerance(dense))
+        rec["ws"] = {"config": ws.to_dict(), **m}
+        print(f"    ws {ws}: {m['us']:6.1f} us ({t_ref / m['us']:4.2f}x cuDNN's grouped row) ok {m['ok']}", flush=True)
+        for block_m, block_n, block_k, warps, stages in dict.fromkeys(TILES + STRIDED_TILES):
+            config = LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
+            if block_n != dense.k:
+                continue
+            try:
+                launch.frame_tiling(dense, config)
+            except ValueError as error:  # not this problem's tile: say why, go on
+                print(f"    frame {config}: {error}", flush=True)
+                continue
+            m = measure(launch.launch_implicit_gemm_frame, dense, di, ref, config, tolerance(dense))
+            print(f"    frame {config}: {m['us']:6.1f} us ({t_ref / m['us']:4.2f}x cuDNN's grouped row, "
+                  f"{t_auto / m['us']:4.2f}x auto) ok {m['ok']}", flush=True)
+            rec["frame"].append({"config": config.to_dict(), **m})
         records.append(rec)
     if args.json:
         with open(args.json, "w") as f:

@@ -126,7 +126,7 @@ def main():
     ap.add_argument("--ws-merged", action="store_true", help="grouped_gemm_ws's kernel, groups merged or not, "
                                                                  "instead of grouped_halo's tiles")
     ap.add_argument("--ws-configs", default="128:8:0:0:0,128:3:0:2:0,128:4:0:2:0,64:6:0:2:0,64:4:0:2:0",
-                    help="--ws-merged's tiles, rows:stages:pingpong:programs:resident each")
+                    help="--ws-merged's tiles, rows:stages:pingpong:programs:resident[:warps] each")
     ap.add_argument("--ws-widths", default="", help="--ws-merged's merged input channels (default: 64 and C/g)")
     args = ap.parse_args()
     args.ws_configs = [tuple(int(v) for v in item.split(":")) for item in args.ws_configs.split(",")]
@@ -163,10 +163,10 @@ def main():
                 mi = replace(i, weight=block_diagonal_weight(i.weight, p.groups, pack))
                 sub_groups = (p.c_per_group, p.k_per_group) if pack > 1 else (0, 0)
                 km = merged.k_per_group
-                # (rows, stages, ping-pong, programs an SM, the weight slice held: resident)
-                for m, st, pp, k, held in args.ws_configs:
-                    config = LaunchConfig(block_m=m, block_n=km, block_k=min(64, cm), num_warps=4, num_stages=st,
-                                          pingpong=pp, persistent=k, resident=held)
+                # (rows, stages, ping-pong, programs an SM, the weight slice held: resident[, MMA warps])
+                for m, st, pp, k, held, *warps in args.ws_configs:
+                    config = LaunchConfig(block_m=m, block_n=km, block_k=min(64, cm), num_warps=warps[0] if warps else 4,
+                                          num_stages=st, pingpong=pp, persistent=k, resident=held)
                     try:
                         r = measure(functools.partial(launch.launch_implicit_gemm_ws, sub_groups=sub_groups), merged,
                                     mi, ref, config, tolerance(p))

@@ -296,6 +296,8 @@ CASES = [
     ("grouped_halo", "resnext g32 c1024 hw7/1"),  # 32-channel groups: the weight read through its swizzled layout
     ("grouped_gemm_ws", "resnext g32 c512 hw28/2"),  # Gluon: merged groups on the ws kernel, the redo compiled in
     ("grouped_gemm_ws", "resnext g32 c1024 hw14/2"),  # two programs an SM
+    ("grouped_frame", "resnext g32 c128 hw56/1"),  # Gluon: merged groups' TMA frames on the frame kernel, the redo
+    ("grouped_frame", "resnext g32 c256 hw56/2"),  # stride 2: four phase frames a stage
     ("im2row", "r50 stem 7x7/2"),
     ("im2row_ws", "r50 stem 7x7/2"),  # Gluon: the same copy, then implicit_gemm_ws holding its weight
     ("staged_nhwc", "r50 c64 hw56 k64 3x3/1"),

@@ -494,6 +494,27 @@ CONFIG_CASES = [
          algo="implicit_gemm_frame", config=LaunchConfig(128, 64, 32, 8, 4, 4)),
     Case(16, 128, 56, 56, 128, 3, 3, stride=2, padding=1, dtype="fp16", layout="nhwc", bias=True,
          activation="relu", algo="implicit_gemm_frame", config=LaunchConfig(64, 128, 64, 8, 4, 6)),
+    # grouped_frame (Gluon, Hopper only): grouped_gemm_ws's merged groups (128 bytes of input channels)
+    # on the frame kernel, one merged group a tile, its frames the group's channels. 4 channels a
+    # group (sixteen merged: 64 channels), a 14-wide output in a 16-column frame and a row tail
+    # (P = 9 in 8-row tiles), bias + ReLU; 8 a group (eight merged, two merged groups), 64-row
+    # tiles, bf16, SiLU; a channel multiplier (C/g 16 -> K/g 32: four merged, a 128-wide tile of
+    # two chunks); 32-channel merged groups (C/g 8 -> K/g 16, four merged) in 32-channel steps
+    # (64-byte swizzle); stride 2 (four phase frames) with odd H and W; ResNeXt's c256 hw28/1 at
+    # batch 4 (several tiles a program, the frame ring reused). Their non-finite inputs:
+    # test_grouped_frame_redoes_nonfinite_tiles.
+    Case(2, 64, 9, 14, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="grouped_frame", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
+    Case(3, 128, 11, 10, 128, 3, 3, padding=1, groups=16, dtype="bf16", layout="nhwc", activation="silu",
+         algo="grouped_frame", config=LaunchConfig(64, 64, 64, 8, 4, 6)),
+    Case(2, 64, 7, 12, 128, 3, 3, padding=1, groups=4, dtype="fp16", layout="nhwc", bias=True,
+         algo="grouped_frame", config=LaunchConfig(128, 128, 64, 8, 4, 4)),
+    Case(2, 32, 9, 9, 64, 3, 3, padding=1, groups=4, dtype="bf16", layout="nhwc", bias=True, activation="relu",
+         algo="grouped_frame", config=LaunchConfig(64, 64, 32, 8, 4, 4)),
+    Case(2, 128, 13, 15, 128, 3, 3, stride=2, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True,
+         activation="relu", algo="grouped_frame", config=LaunchConfig(64, 64, 64, 8, 4, 8)),
+    Case(4, 256, 28, 28, 256, 3, 3, padding=1, groups=32, dtype="fp16", layout="nhwc", bias=True,
+         algo="grouped_frame", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
     # gemm_1x1_ws (Gluon, Hopper only: skipped under the interpreter): gemm_1x1's views through a
     # one-warp TMA loader. Stride 1 with M, K and C tails (C = 40 in a 64-channel step: zero fill
     # on both operands), the whole epilogue; strided with merged images (2 rows of 8 columns for
@@ -1063,6 +1084,28 @@ def test_nan_and_inf_propagate(case: Case, device: str, seed: int):
     if case.activation in (None, "relu", "silu"):  # these keep +Inf: the Inf pattern was compared too
         assert torch.isinf(ref).any(), "the reference should hold Inf"
     assert torch.isnan(out[0, 3, 6, 0]), "the NaN residual element did not reach the output"
+
+
+@pytest.mark.skipif(_other_machine("grouped_frame") is not None, reason="grouped_frame runs on a Hopper GPU only")
+@pytest.mark.parametrize("case", [
+    # 4 channels a group, sixteen merged; 8 a group at stride 2 (the phase frames), eight merged
+    Case(2, 64, 9, 14, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="grouped_frame", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
+    Case(2, 128, 13, 15, 128, 3, 3, stride=2, padding=1, groups=16, dtype="bf16", layout="nhwc", activation="silu",
+         algo="grouped_frame", config=LaunchConfig(64, 64, 64, 8, 4, 8)),
+], ids=lambda case: case.id)
+def test_grouped_frame_redoes_nonfinite_tiles(case: Case, device: str, seed: int):
+    """A NaN or an infinity in grouped_frame's input times the block-diagonal weight's zeros would
+    put NaN in the merged neighbours' outputs; the tiles that hold one are redone group by group, so
+    the NaN/Inf pattern is PyTorch's exactly (grouped_frame adds no residual: NONFINITE_CASES' other
+    checks do not apply)."""
+    t = make_inputs(case, device, seed)
+    t.x[0, 1, 2, 3] = float("nan")
+    t.x[0, 5, 5, 6] = float("inf")
+    t.x[1, 62, 0, 8] = float("-inf")
+    check_case(case, device, seed, t)  # requires the reference's NaN/Inf pattern exactly
+    ref = reference(case, t)
+    assert int(torch.isnan(ref).sum()) >= 9 and torch.isinf(ref).any()
 
 
 # --------------------------------------------------------------------- int64 indexing

@@ -50,7 +50,7 @@ def test_fast_paths_use_hopper_instructions():
             assert row["UTMALDG"] > 0 and row["LDGSTS"] == 0, "operand loads are not TMA bulk copies: " + where
         if algorithm == "gemm_1x1_ws":  # a TMA loader warp (no cp.async), wgmma
             assert row["HGMMA"] > 0 and row["UTMALDG"] > 0 and row["LDGSTS"] == 0, where
-        if algorithm == "implicit_gemm_frame":  # frames and weights by TMA only, wgmma, TMA stores
+        if algorithm in ("implicit_gemm_frame", "grouped_frame"):  # frames and weights by TMA only, wgmma, TMA stores
             assert row["HGMMA"] > 0 and row["UTMALDG"] > 0 and row["LDGSTS"] == 0, where
             assert row["UTMASTG"] > 0 and row["STG"] == 0, "the epilogue does not store by TMA: " + where
         if algorithm == "im2row_ws":  # the ws kernel over the copy: cp.async gathers, the held weight by TMA

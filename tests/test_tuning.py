@@ -21,7 +21,7 @@ import triton
 import tileconv
 from tileconv import ConvProblem, LaunchConfig
 from tileconv._runtime import INTERPRET, pow2_at_least
-from tileconv.bench.suites import get_suite
+from tileconv.bench.suites import EPILOGUES, get_suite
 from tileconv.dispatch import cache, clear_selection_cache, heuristics, select
 from tileconv.dispatch import tune as tune_module
 from tileconv.dispatch.candidates import (
@@ -592,8 +592,9 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
     bytes of input channels and 256 outputs, refuses a merge whose K/groups is no power of two
     (a tile's width: the GPU's verify once drew K/g = 6 x 4), sizes every candidate to one merged
     group with rings that fit its programs an SM together; untuned it takes exactly ResNeXt's
-    stride-2 rows of 8 and 16 channels a group (session 54, H200), not the stride-1 ones nor the
-    32-channel c1024 hw14/2 (a tie with the implicit GEMM) nor TF32, and nothing without a Hopper."""
+    stride-2 row of 16 channels a group (session 54, H200; the 8-channel c256 hw56/2 went to
+    grouped_frame in session 55), not the stride-1 ones nor the 32-channel c1024 hw14/2 (a tie
+    with the implicit GEMM) nor TF32, and nothing without a Hopper."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_gemm_ws_candidates
     from tileconv.kernels import launch
 
@@ -610,13 +611,49 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
             assert config.block_n == merged.k_per_group and config.persistent in (0, 2), (name, config)
             budget = DeviceLimits().bulk_copy_budget // max(1, config.persistent)
             assert config.ring_bytes(merged.itemsize) <= budget, (name, config)
-        expected = "grouped_gemm_ws" if name in ("resnext g32 c256 hw56/2", "resnext g32 c512 hw28/2") else None
+        expected = "grouped_gemm_ws" if name == "resnext g32 c512 hw28/2" else None
         assert (choose_algorithm(problem) == "grouped_gemm_ws") == (expected is not None), name
         assert choose_algorithm(replace(problem, dtype=torch.float32, allow_tf32=True)) != "grouped_gemm_ws", name
     odd = ConvProblem(2, 16, 7, 9, 24, 3, 3, (2, 1), (1, 1), groups=4, dtype=torch.float16, layout="nhwc")
     assert "power of two" in launch.grouped_gemm_ws_unsupported_reason(odd)
     monkeypatch.setattr(launch, "_is_hopper", lambda: False)
     assert all(choose_algorithm(problem) != "grouped_gemm_ws" for problem in grouped.values())
+
+
+def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatch):
+    """grouped_frame (a Hopper faked: any machine) merges as grouped_gemm_ws does and runs the frame
+    kernel one merged group a tile: every candidate is one merged group wide with frames and weight
+    ring that fit; untuned it takes exactly ResNeXt's rows read from 56-wide inputs (c128 hw56/1,
+    c256 hw56/2: session 55, H200, it beat grouped_halo and grouped_gemm_ws there and tied or lost
+    on the narrower rows), and nothing without a Hopper. It refuses (naming why) groups=1, a
+    residual, a merged group wider than its tiles and merged channels that are not 32-channel steps."""
+    from tileconv.dispatch.candidates import gemm_problem, grouped_frame_candidates
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(heuristics, "INTERPRET", False)
+    monkeypatch.setattr(launch, "has_cp_async", lambda: True)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    grouped = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("grouped")}
+    for name, problem in grouped.items():
+        assert launch.grouped_frame_unsupported_reason(problem) is None, name
+        merged = gemm_problem(problem, "grouped_frame")
+        candidates = grouped_frame_candidates(problem)
+        assert candidates and candidates[0] == default_config(problem, "grouped_frame"), name
+        for config in candidates:
+            assert config.block_n == merged.k_per_group and launch.frame_tiling(merged, config), (name, config)
+        expected = name in ("resnext g32 c128 hw56/1", "resnext g32 c256 hw56/2")
+        assert (choose_algorithm(problem) == "grouped_frame") == expected, name
+    thin = grouped["resnext g32 c256 hw28/1"]
+    for problem, fragment in ((replace(thin, groups=1), "groups=1"),
+                              (replace(thin, epilogue=EPILOGUES["bias_add_relu"]), "no residual"),
+                              (replace(thin, k=thin.k * 8), "output channels of each merged group"),
+                              (replace(thin, c=thin.c // 2, groups=16, k=thin.k // 2), None),
+                              (replace(thin, c=48, groups=12, k=48 * 2), "a multiple of 32")):
+        reason = launch.grouped_frame_unsupported_reason(problem)
+        assert (reason is None) if fragment is None else (fragment in reason), (problem, reason)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: False)
+    assert all(choose_algorithm(problem) != "grouped_frame" for problem in grouped.values())
 
 
 def test_grouped_gemm_ws_gathers_with_two_loader_warpgroups(monkeypatch):

@@ -20,7 +20,7 @@ from .runner import Row
 COLORS = {"tileconv": "#1f77b4", "cudnn": "#7f7f7f", "compile": "#ff7f0e"}
 EXTRA_TILECONV_COLORS = ("#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#2ca02c", "#c49c94", "#f7b6d2",
                          "#dbdb8d", "#9edae5", "#c5b0d5", "#393b79", "#8c6d31", "#637939", "#843c39", "#7b4173",
-                         "#e7969c", "#3182bd", "#31a354", "#fdae6b", "#6b6ecf", "#b5cf6b")
+                         "#e7969c", "#3182bd", "#31a354", "#fdae6b", "#6b6ecf", "#b5cf6b", "#ce6dbd")
 # The ladder's steps, light to dark: each step reads as a darker shade of the one before.
 LADDER_COLORS = ("#b5e0ab", "#86cc7f", "#4fb060", "#2a8a44", "#0b6a2c", "#00441b")
 FAIL_COLOR = "#d62728"

@@ -63,6 +63,7 @@ from .heuristics import (
     default_config,
     depthwise_window_config,
     direct_rows_config,
+    fit_frame_stages,
     frame_tiling_or_none,
     reduction_steps,
     slice_length,
@@ -194,11 +195,11 @@ class DeviceLimits:
 
 # --------------------------------------------------------------------- the GEMMs
 def gemm_problem(problem: ConvProblem, algorithm: str) -> ConvProblem:
-    """The problem whose GEMM ``algorithm`` runs: grouped_gemm (and grouped_gemm_ws) merges groups, im2row (and im2row_ws) unrolls
-    the filter columns into channels."""
+    """The problem whose GEMM ``algorithm`` runs: grouped_gemm (and grouped_gemm_ws, grouped_frame) merges groups,
+    im2row (and im2row_ws) unrolls the filter columns into channels."""
     if algorithm == "grouped_gemm":
         return replace(problem, groups=problem.groups // group_pack_factor(problem))
-    if algorithm == "grouped_gemm_ws":
+    if algorithm in ("grouped_gemm_ws", "grouped_frame"):
         return grouped_ws_merged(problem)
     if algorithm in ("im2row", "im2row_ws"):
         return problem.columns_as_channels()
@@ -800,6 +801,21 @@ def implicit_gemm_frame_candidates(problem: ConvProblem, limits: DeviceLimits | 
     return list(dict.fromkeys(c for c in configs if frame_tiling_or_none(problem, c) is not None))
 
 
+def grouped_frame_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
+    """grouped_frame tiles: the default, then 256 rows on 8 warps (6 weight stages), 128 rows at 8
+    and 4 stages, 64 rows at 8 (session 55's probe: each best or within 10% on a ResNeXt row), one
+    merged group wide, each with stages dropped until the frames and the weight ring fit."""
+    start = default_config(problem, "grouped_frame")
+    merged = gemm_problem(problem, "grouped_frame")
+    fitted = []
+    for block_m, warps, stages in ((start.block_m, start.num_warps, start.num_stages), (256, 8, 6), (128, 4, 8),
+                                   (128, 4, 4), (64, 4, 8)):
+        config = fit_frame_stages(merged, replace(start, block_m=block_m, num_warps=warps, num_stages=stages))
+        if frame_tiling_or_none(merged, config) is not None:
+            fitted.append(config)
+    return list(dict.fromkeys(fitted))
+
+
 def grouped_halo_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
     """grouped_halo tiles: the default, then 64, 128 and 256 frame rows, 4 warps, the fewest
     groups merged and (for C/g = 32) 32 channels, 2 and 4 walking programs an SM (one item a
@@ -831,6 +847,7 @@ GENERATORS: dict[str, Callable[[ConvProblem, DeviceLimits], list[LaunchConfig]]]
     "gemm_1x1_ws": gemm_1x1_ws_candidates,
     "grouped_gemm": grouped_gemm_candidates,
     "grouped_gemm_ws": grouped_gemm_ws_candidates,
+    "grouped_frame": grouped_frame_candidates,
     "grouped_halo": grouped_halo_candidates,
     "implicit_gemm_frame": implicit_gemm_frame_candidates,
     "im2row": im2row_candidates,

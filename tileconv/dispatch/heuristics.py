@@ -36,6 +36,7 @@ from ..kernels.launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_frame_unsupported_reason,
     grouped_gemm_ws_unsupported_reason,
     grouped_halo_frame_width,
     grouped_halo_smallest,
@@ -93,8 +94,9 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
-    merge into a tensor-core tile: on Hopper at stride 2 with 8 to 16 channels a group (16-bit, up to
-    3x3) 'grouped_gemm_ws'; 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
+    merge into a tensor-core tile: on Hopper, 16-bit, up to 3x3, 4 to 16 channels a group, inputs
+    56 wide and up (:func:`grouped_frame_pays`) 'grouped_frame'; on Hopper at stride 2 with 8 to 16
+    channels a group (16-bit, up to 3x3) 'grouped_gemm_ws'; 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
     up to 3x3), else 'grouped_gemm'. Dense with few channels on both sides:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
@@ -171,6 +173,8 @@ def choose_algorithm(problem: ConvProblem) -> str:
     # 21.1 and 35.6 us (24.1 and 35.8 in session 53). At 32 channels a group (c1024 hw14/2) it tied
     # the implicit GEMM (tuning: 14.8 against 14.7 us), and it lost every stride-1 row (c512 hw14
     # 18.9 against grouped_halo's 15.8, c1024 hw7 13.4 against implicit_gemm's 12.8).
+    if grouped_frame_pays(problem):
+        return "grouped_frame"
     if (problem.groups > 1 and max(problem.stride) == 2 and 8 <= problem.c_per_group <= 16
             and problem.r * problem.s <= 9 and problem.itemsize == 2
             and grouped_gemm_ws_unsupported_reason(problem) is None):
@@ -285,6 +289,55 @@ def frame_pays(problem: ConvProblem) -> bool:
     if problem.stride != (1, 1):
         return problem.out_w <= FRAME_STRIDED_MAX_WIDTH
     return problem.k <= FRAME_MAX_K and problem.c >= 64
+
+
+# grouped_frame (grouped_gemm_ws's merged groups, 64 channels of 16 bits, through the frame kernel;
+# H200, session 55, benchmarks/probe_frame.py --grouped, CUDA-graph replays beside cuDNN and the
+# dispatch of then, every output checked): it won the rows read from 56-wide inputs, c128 hw56/1 39.0
+# us at 256 rows on 8 warps (6 weight stages) against grouped_halo's 44.1 (128 rows: 44.3; cuDNN 60.8),
+# c256 hw56/2 32.9 at 128 rows (6 stages) against grouped_gemm_ws's 35.3 (cuDNN 39.3); it tied on c256
+# hw28/1 (26.0 against grouped_halo's 26.0) and c512 hw28/2 (21.8 against 21.5) and lost c512 hw14/1
+# (17.0 against grouped_halo's 15.7, an earlier call), c1024 hw14/2 (16.4 against implicit_gemm's 14.9)
+# and c1024 hw7/1 (17.6 against 13.3). Its dense stand-ins (the same tiles over a dense C = K = 64 input, contiguous
+# 128-byte pixels) had been faster on the narrow rows (c512 hw14/1 14.8 us): a merged group's frames are
+# 128 bytes of each pixel's C*2, a strided copy.
+GROUPED_FRAME_MAX_CHANNELS = 16
+GROUPED_FRAME_MIN_WIDTH = 56
+
+
+def grouped_frame_pays(problem: ConvProblem) -> bool:
+    """Whether a grouped ``problem`` should run on ``grouped_frame`` untuned: 16-bit, 4 to
+    :data:`GROUPED_FRAME_MAX_CHANNELS` channels a group, filters up to 3x3, inputs at least
+    :data:`GROUPED_FRAME_MIN_WIDTH` wide, a frame that wastes at most :data:`FRAME_MAX_WASTE` of its
+    columns, and one the kernel can run (a Hopper GPU, strides up to 2)."""
+    if (problem.groups == 1 or problem.itemsize != 2 or problem.r * problem.s > 9
+            or not 4 <= problem.c_per_group <= GROUPED_FRAME_MAX_CHANNELS or problem.w < GROUPED_FRAME_MIN_WIDTH
+            or grouped_frame_unsupported_reason(problem) is not None):
+        return False
+    read, width = frame_columns(problem)
+    return width <= FRAME_MAX_WASTE * read
+
+
+def grouped_frame_config(problem: ConvProblem) -> LaunchConfig:
+    """grouped_frame's tile, one merged group wide (its K/groups: the launcher's rule), the merged
+    group's channels in steps of 64 (else 32): at stride 1, 256 rows on 8 warps with 6 weight
+    stages (128 on 4 where a 256-row tile does not fit); at a stride 128 rows on 4 warps (the phase
+    frames take the room); as many weight stages as fit, up to 8 (session 55's probe, above)."""
+    merged = grouped_ws_merged(problem)
+    block_k = 64 if merged.c_per_group % 64 == 0 else 32
+    if problem.stride == (1, 1):
+        wide = fit_frame_stages(merged, LaunchConfig(256, merged.k_per_group, block_k, 8, 8, 6))
+        if frame_tiling_or_none(merged, wide) is not None:
+            return wide
+    return fit_frame_stages(merged, LaunchConfig(128, merged.k_per_group, block_k, 8, 4, 8))
+
+
+def fit_frame_stages(problem: ConvProblem, config: LaunchConfig) -> LaunchConfig:
+    """``config`` with weight stages dropped (down to 2) until the frame kernel's frames and ring
+    fit ``problem``'s (:func:`frame_tiling`); at 2 stages whether they fit or not."""
+    while config.num_stages > 2 and frame_tiling_or_none(problem, config) is None:
+        config = replace(config, num_stages=config.num_stages - 1)
+    return config
 
 
 def frame_config(problem: ConvProblem) -> LaunchConfig:
@@ -515,6 +568,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _grouped_halo_config(problem)
     if algorithm == "grouped_gemm_ws":
         return _grouped_ws_config(problem)
+    if algorithm == "grouped_frame":
+        return grouped_frame_config(problem)
     if algorithm == "gemm_1x1" and not INTERPRET and not (
             problem.c >= 1024 and problem.k >= 1024 and problem.gemm_m >= 4096 and problem.itemsize == 2):
         # The persistent form on ResNet-50's 1x1 rows (see choose_algorithm): 128x128 tiles,

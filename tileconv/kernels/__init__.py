@@ -30,6 +30,9 @@ Each algorithm is a Triton kernel plus its launcher, in a module of its own:
 - ``grouped_gemm_ws`` (:mod:`.launch`, :mod:`.implicit_gemm_ws`): Hopper only (Gluon): grouped_gemm's
   merged groups (128 bytes of input channels a merged group) on implicit_gemm_ws's kernel, one
   merged group a tile, a tile with a non-finite input redone group by group.
+- ``grouped_frame`` (:mod:`.launch`, :mod:`.implicit_gemm_frame`): Hopper only (Gluon): the same
+  merged groups on implicit_gemm_frame's kernel, one merged group a tile: its channels copied as
+  frames by TMA once a tile, every tap a view of them; the non-finite redo as grouped_gemm_ws's.
 - ``grouped_halo`` (:mod:`.grouped_halo`): Gluon (sm_80 and newer): grouped convolution with
   thin groups on the tensor cores, each input pixel staged in shared memory once a program and
   every tap a shifted view of it (strided: of one of the frame's phases).
@@ -94,6 +97,7 @@ from .launch import (
     gemm_1x1_unsupported_reason,
     gemm_1x1_ws_unsupported_reason,
     group_pack_factor,
+    grouped_frame_unsupported_reason,
     grouped_gemm_ws_unsupported_reason,
     grouped_halo_unsupported_reason,
     im2row_unsupported_reason,
@@ -112,6 +116,7 @@ from .launch import (
     launch_gemm_1x1,
     launch_gemm_1x1_nchw,
     launch_gemm_1x1_ws,
+    launch_grouped_frame,
     launch_grouped_gemm,
     launch_grouped_gemm_ws,
     launch_grouped_halo,
@@ -229,6 +234,13 @@ ALGORITHMS: dict[str, Algorithm] = {
         "warp-specialized kernel one merged group a tile",
         launch_grouped_gemm_ws,
         grouped_gemm_ws_unsupported_reason,
+    ),
+    "grouped_frame": Algorithm(
+        "grouped_frame",
+        "grouped_gemm_ws's merged groups on Hopper (Gluon) through implicit_gemm_frame's kernel: a merged "
+        "group's channels copied as frames by TMA once a tile, every tap a view of them",
+        launch_grouped_frame,
+        grouped_frame_unsupported_reason,
     ),
     "grouped_halo": Algorithm(
         "grouped_halo",

@@ -34,8 +34,15 @@ and R*S weight tiles for the gathering kernels. Frames and weight tiles have rin
 wait for a frame stage, then for each tap's weight tile, keep one wgmma in flight and hand back
 each stage once the wgmma after it has been waited for. The epilogue (bias, activation) runs in
 the accumulator's layout and the tile leaves by TMA stores of a [1, TP, FW, 64] box of the NHWC
-output. Channels_last fp16 or bf16, groups 1, strides whose taps read at most four phases (up
-to 2), any dilation and padding, C a multiple of BLOCK_K, K a multiple of 8, no residual.
+output. Channels_last fp16 or bf16, strides whose taps read at most four phases (up to 2), any
+dilation and padding, C a multiple of BLOCK_K, K a multiple of 8, no residual.
+
+**Groups** (``GROUPED``: grouped_frame, :func:`.launch.launch_grouped_frame`): N tile g is group g
+(BLOCK_N = K/groups), its frames that group's C/groups channels (the copies' channel coordinate
+offset by g * C/groups), the weight rows (K, R*S*C/groups) as for a dense problem. grouped_frame
+merges thin groups into 128 bytes of channels with a block-diagonal weight (grouped_gemm_ws's
+merge); a tile whose sums are not all finite is then recomputed group by group on the CUDA cores
+before its epilogue (``SUB_C``, ``SUB_K``: :func:`.implicit_gemm_ws.redo_pixels`).
 """
 
 from triton.experimental import gluon
@@ -49,7 +56,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from .common import epilogue_at, swizzle_tile
-from .implicit_gemm_ws import _column_halves
+from .implicit_gemm_ws import _column_halves, redo_pixels
 
 
 @gluon.constexpr_function
@@ -77,10 +84,11 @@ def _frame_loader(
     TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr,
     PHASE_ROW: gl.constexpr, PHASE_COL: gl.constexpr, PHASE_ROWS: gl.constexpr, PHASE_BASE: gl.constexpr,
     TAPS: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+    GROUPED: gl.constexpr,
 ):
     """For every tile and channel block of this program: the frame of each stride phase (boxes
     of a power of two phase rows) into the next frame stage, then the R*S taps' weight tiles
-    into the weight ring."""
+    into the weight ring. ``GROUPED``: N tile g is group g, its frames group g's C channels."""
     FSTAGES: gl.constexpr = f_ready.type.shape[0]
     BSTAGES: gl.constexpr = b_ready.type.shape[0]
     PHASES: gl.constexpr = len(PHASE_ROW)
@@ -91,6 +99,7 @@ def _frame_loader(
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         n = pid_m // tiles_p
         p0 = (pid_m % tiles_p) * TP
+        group_c = pid_n * C if GROUPED else 0  # the tile's first input channel
         for c0 in range(0, C, BLOCK_K):
             fs = fit % FSTAGES
             mbarrier.wait(f_empty.index(fs), ((fit // FSTAGES) & 1) ^ 1)
@@ -99,16 +108,16 @@ def _frame_loader(
             for k in gl.static_range(PHASES):  # (k is a compile-time index: one branch compiled a phase)
                 first = fs * FROWS + PHASE_BASE[k]
                 if k == 0:
-                    _phase_boxes(x_desc0, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                    _phase_boxes(x_desc0, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], group_c + c0,
                                  gl.constexpr(PHASE_ROWS[k]), FW)
                 elif k == 1:
-                    _phase_boxes(x_desc1, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                    _phase_boxes(x_desc1, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], group_c + c0,
                                  gl.constexpr(PHASE_ROWS[k]), FW)
                 elif k == 2:
-                    _phase_boxes(x_desc2, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                    _phase_boxes(x_desc2, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], group_c + c0,
                                  gl.constexpr(PHASE_ROWS[k]), FW)
                 else:
-                    _phase_boxes(x_desc3, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], c0,
+                    _phase_boxes(x_desc3, frames, first, bar, n, p0 + PHASE_ROW[k], PHASE_COL[k], group_c + c0,
                                  gl.constexpr(PHASE_ROWS[k]), FW)
             fit += 1
             for t in gl.static_range(TAPS):
@@ -128,10 +137,13 @@ def _frame_mma(
     TP: gl.constexpr, FW: gl.constexpr, FROWS: gl.constexpr, TAP_ROWS: gl.constexpr,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     NUM_WARPS: gl.constexpr,
+    redo, P, Q, SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # merged groups (SUB_K > 0): the non-finite redo
 ):
     """Each tile: for each channel block, its frames and the R*S tap products (wgmma, A a view of
     the stage from the tap's row ``TAP_ROWS[t]``, one in flight), then the epilogue and the TMA
-    stores."""
+    stores. With merged groups (``SUB_K`` > 0) a tile with a sum that is not finite is first
+    recomputed group by group (:func:`.implicit_gemm_ws.redo_pixels`): an infinite or NaN input
+    times the block-diagonal weight's zeros would put NaN in the merged neighbours' columns."""
     FSTAGES: gl.constexpr = f_ready.type.shape[0]
     BSTAGES: gl.constexpr = b_ready.type.shape[0]
     EPI_N: gl.constexpr = epi.type.shape[2]
@@ -170,6 +182,14 @@ def _frame_mma(
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
         mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES))
+        if SUB_K > 0:
+            if gl.max(gl.max(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0:
+                # Row m = i*FW + q of the tile is output (p0 + i, q) of image n (q >= Q: none).
+                rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout)).to(gl.int64)
+                p = p0 + rows // FW
+                q = rows % FW
+                acc = redo_pixels(redo, pid_n, n.to(gl.int64), p * redo[5] - redo[7], q * redo[6] - redo[8],
+                                  (p < P) & (q < Q), mma_layout, BLOCK_M, BLOCK_N, SUB_C, SUB_K)
 
         offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
         acc = epilogue_at(acc, bias_ptr, bias_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
@@ -198,7 +218,9 @@ def conv2d_frame_kernel(
     out_desc,  # the NHWC output (N, P, Q, K), block (1, TP, FW, EPI_N)
     bias_ptr,  # bias [K] (read only if HAS_BIAS)
     num_m, num_n, tiles_p,  # M tiles (N * tiles_p), N tiles, tiles down an image's output rows
-    C, K, alpha, beta,
+    C, K, alpha, beta,  # C: the channels a tile reduces over (GROUPED: a group's)
+    x_ptr, w_ptr,  # (SUB_K > 0: the redo's operands) the NHWC input and the (K, R*S*C) weight matrix w_desc reads
+    H, W, P, Q, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw,
     ACTIVATION: gl.constexpr, HAS_BIAS: gl.constexpr,
     TP: gl.constexpr, FW: gl.constexpr,  # output rows a tile, frame width (BLOCK_M = TP * FW)
     FROWS: gl.constexpr,  # a frame stage's rows: the phases' rows times FW, plus slack for the last taps' views
@@ -209,6 +231,8 @@ def conv2d_frame_kernel(
     SWIZZLE: gl.constexpr,  # the operands' shared-memory swizzle (bytes): BLOCK_K's row
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     FSTAGES: gl.constexpr, BSTAGES: gl.constexpr, NUM_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,
+    GROUPED: gl.constexpr,  # groups > 1: N tile g is group g (BLOCK_N = K/groups), its frames group g's C channels
+    SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # 0, or the channels of the groups merged into each group
 ):
     dtype: gl.constexpr = w_desc.dtype
     a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=dtype.primitive_bitwidth,
@@ -229,11 +253,14 @@ def conv2d_frame_kernel(
     for i in gl.static_range(BSTAGES):
         mbarrier.init(b_ready.index(i), count=1)
         mbarrier.init(b_empty.index(i), count=1)
+    redo = (x_ptr, w_ptr, H, W, C, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh,
+            stride_xw)
     gl.warp_specialize([
         (_frame_mma, (frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
                       num_m, num_n, tiles_p, C, K, alpha, beta, ACTIVATION, HAS_BIAS,
-                      TP, FW, FROWS, TAP_ROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS)),
+                      TP, FW, FROWS, TAP_ROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS,
+                      redo, P, Q, SUB_C, SUB_K)),
         (_frame_loader, (x_desc0, x_desc1, x_desc2, x_desc3, w_desc, frames, b_bufs, f_ready, f_empty, b_ready,
                          b_empty, num_m, num_n, tiles_p, C, TP, FW, FROWS, PHASE_ROW, PHASE_COL,
-                         PHASE_ROWS, PHASE_BASE, len(TAP_ROWS), BLOCK_N, BLOCK_K, GROUP_M)),
+                         PHASE_ROWS, PHASE_BASE, len(TAP_ROWS), BLOCK_N, BLOCK_K, GROUP_M, GROUPED)),
     ], [1], [LOADER_REGS])

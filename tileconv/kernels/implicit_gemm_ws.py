@@ -223,18 +223,27 @@ def _held_barriers(stand_in, RESIDENT: gl.constexpr):
 def _redo_by_group(redo, pid_m, pid_n, M, P, Q, layout: gl.constexpr, BLOCK_M: gl.constexpr,
                    BLOCK_N: gl.constexpr, SUB_C: gl.constexpr, SUB_K: gl.constexpr, INT64: gl.constexpr):
     """Tile (pid_m, pid_n) of merged group pid_n recomputed on the CUDA cores, each output
-    channel from its own group's SUB_C input channels only: the sums of a tile whose input
-    holds a NaN or an infinity, which the block-diagonal weight's zeros would spread to the
-    merged groups' other channels (grouped_gemm's redo, one output column at a time over
-    [BLOCK_M] vectors). ``redo``: (x_ptr, w_ptr, H, W, CM, stride_h, stride_w, pad_h, pad_w,
-    dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw) with w_ptr the (K, R*S*CM) merged
-    weight matrix. In fp32, in ``layout`` (the accumulator's)."""
-    x_ptr, w_ptr, H, W, CM, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw = redo
+    channel from its own group's SUB_C input channels only (:func:`redo_pixels`): the sums of a
+    tile whose input holds a NaN or an infinity, which the block-diagonal weight's zeros would
+    spread to the merged groups' other channels. Its rows are BLOCK_M consecutive output pixels."""
+    stride_h, stride_w, pad_h, pad_w = redo[5], redo[6], redo[7], redo[8]
     offs_m = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, layout))
     if INT64:
         offs_m = offs_m.to(gl.int64)
     n, _, _, ih0, iw0 = output_pixels(offs_m, P, Q, stride_h, stride_w, pad_h, pad_w)
-    in_m = offs_m < M
+    return redo_pixels(redo, pid_n, n, ih0, iw0, offs_m < M, layout, BLOCK_M, BLOCK_N, SUB_C, SUB_K)
+
+
+@gluon.jit
+def redo_pixels(redo, pid_n, n, ih0, iw0, in_m, layout: gl.constexpr, BLOCK_M: gl.constexpr,
+                BLOCK_N: gl.constexpr, SUB_C: gl.constexpr, SUB_K: gl.constexpr):
+    """The [BLOCK_M, BLOCK_N] sums of merged group ``pid_n`` at the tile's pixels (image ``n``,
+    the window's top-left input pixel ``ih0``, ``iw0``; ``in_m``: the rows that are outputs) on
+    the CUDA cores, each output channel from its own group's SUB_C input channels only
+    (grouped_gemm's redo, one output column at a time over [BLOCK_M] vectors). ``redo``: (x_ptr,
+    w_ptr, H, W, CM, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh,
+    stride_xw) with w_ptr the (K, R*S*CM) merged weight matrix. In fp32, in ``layout``."""
+    x_ptr, w_ptr, H, W, CM, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, R, S, stride_xn, stride_xh, stride_xw = redo
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, layout))
     pixel = x_ptr + n * stride_xn + pid_n * CM  # the merged group's first input channel
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=layout)

@@ -589,6 +589,9 @@ def frame_phase_count(problem: ConvProblem) -> int:
     return len(rows) * len(cols)
 
 
+FRAME_BLOCK_N = (64, 128)  # implicit_gemm_frame's tile widths (its epilogue's one or two 64-column chunks)
+
+
 def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
     """:class:`FrameTiling` of ``config`` on ``problem``; a ValueError naming the field where the
     kernel cannot take it.
@@ -605,10 +608,10 @@ def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
     if config.block_m not in (64, 128, 256) or config.block_m < fw:
         raise ValueError(f"config block_m={config.block_m}: implicit_gemm_frame's tile is whole output rows of a "
                          f"{fw}-column frame: 64, 128 or 256 rows, at least {fw}")
-    if config.block_k not in (32, 64) or problem.c % config.block_k:
+    if config.block_k not in (32, 64) or problem.c_per_group % config.block_k:
         raise ValueError(f"config block_k={config.block_k}: implicit_gemm_frame steps 32 or 64 channels, "
-                         f"dividing C = {problem.c}")
-    if config.block_n not in (64, 128) or (config.block_m, config.num_warps) not in ((64, 4), (128, 4), (256, 8)):
+                         f"dividing C/groups = {problem.c_per_group}")
+    if config.block_n not in FRAME_BLOCK_N or (config.block_m, config.num_warps) not in ((64, 4), (128, 4), (256, 8)):
         raise ValueError(f"config {config}: implicit_gemm_frame takes block_n 64 or 128, 4 warps on 64 or 128 "
                          "rows, 8 on 256")
     tp = config.block_m // fw
@@ -635,7 +638,13 @@ def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
     if (reason := _ws_machine_reason(problem)) is not None:
         return reason
     if problem.groups != 1:
-        return "its taps are shifted views of the input's frames: it needs groups=1"
+        return "its taps are shifted views of the input's frames: it needs groups=1 (grouped_frame merges groups)"
+    return _frame_reason(problem, grouped=False)
+
+
+def _frame_reason(problem: ConvProblem, grouped: bool) -> str | None:
+    """Why the frame kernel cannot run ``problem``; ``grouped``: ``problem`` is grouped_frame's
+    merged one, run one merged group a tile (None if it can)."""
     if (phases := frame_phase_count(problem)) > FRAME_MAX_PHASES:
         return (f"stride {problem.stride} with this filter reads {phases} phase frames; it stages at most "
                 f"{FRAME_MAX_PHASES} (strides up to 2)")
@@ -643,8 +652,13 @@ def implicit_gemm_frame_unsupported_reason(problem: ConvProblem) -> str | None:
         return "its frames are bulk copies of 16-bit channels_last rows: it needs float16 or bfloat16, channels_last"
     if problem.epilogue.has_residual:
         return "its tiles leave by bulk tensor stores, which add no residual"
-    if problem.c % 32 or problem.k % 8:
-        return "it steps whole 32-channel blocks and stores 16-byte channel runs: it needs C % 32 == 0, K % 8 == 0"
+    group = " of each merged group" if grouped else ""
+    if problem.c_per_group % 32 or problem.k % 8:
+        return (f"it steps whole 32-channel blocks and stores 16-byte channel runs: it needs the input "
+                f"channels{group} ({problem.c_per_group}) a multiple of 32 and K a multiple of 8")
+    if grouped and problem.k_per_group not in FRAME_BLOCK_N:
+        return (f"it runs a merged group a tile: it needs the output channels{group} one of {FRAME_BLOCK_N}, "
+                f"not {problem.k_per_group}")
     if frame_columns(problem)[1] > 256:
         return "its frame is at most 256 columns: the output width plus the filter's reach must fit"
     return None
@@ -658,6 +672,7 @@ def launch_implicit_gemm_frame(
     residual: torch.Tensor | None,
     out: torch.Tensor,
     config: LaunchConfig,
+    sub_groups: tuple[int, int] = (0, 0),
 ):
     """Run :func:`conv2d_frame_kernel`: one program an SM, a one-warp loader copying each tile's
     input frames (one a stride phase: a descriptor over the input's rows a::U, columns b::V each)
@@ -665,9 +680,18 @@ def launch_implicit_gemm_frame(
     operand as a view of a frame (``config.num_stages`` weight stages, the frame stages and the
     taps' views of :func:`frame_tiling`). An input or output the copy engine cannot address (a
     sliced view) runs on the implicit GEMM instead (three stages of the same tile), with the same
-    result."""
+    result.
+
+    A grouped problem runs one group a tile (``GROUPED``: ``config.block_n`` must be K/groups, a
+    ValueError otherwise), its frames the group's C/groups channels; ``sub_groups`` = (C/g, K/g)
+    of the groups merged into each of ``problem``'s (:func:`launch_grouped_frame`: ``weight`` is
+    block-diagonal, and a tile with a non-finite sum is redone group by group)."""
     if residual is not None:
         raise ValueError("implicit_gemm_frame adds no residual (its tiles leave by bulk tensor stores)")
+    grouped = problem.groups > 1 or sub_groups[1] > 0
+    if grouped and config.block_n != problem.k_per_group:
+        raise ValueError(f"config block_n={config.block_n}: implicit_gemm_frame runs a grouped convolution one "
+                         f"group a tile, so block_n must be K/groups = {problem.k_per_group}")
     tiling = frame_tiling(problem, config)
     x4, out4 = x.permute(0, 2, 3, 1), out.permute(0, 2, 3, 1)
     u, v = problem.stride
@@ -675,7 +699,8 @@ def launch_implicit_gemm_frame(
     w2d = _ws_weight_matrix(problem, weight)
     if not (all(describable(view, problem.itemsize) for view in phase_views)
             and describable(out4, problem.itemsize) and out4.is_contiguous() and describable(w2d, problem.itemsize)):
-        return launch_implicit_gemm(problem, x, weight, bias, residual, out, replace(config, num_stages=3))
+        return launch_implicit_gemm(problem, x, weight, bias, residual, out, replace(config, num_stages=3),
+                                    sub_groups=sub_groups)
     swizzle = config.block_k * problem.itemsize
     x_layout = gl.NVMMASharedLayout(swizzle, 16, rank=4)
     x_descs = [GluonTensorDescriptor.from_tensor(view, [1, phase.piece, tiling.fw, config.block_k], x_layout)
@@ -690,7 +715,9 @@ def launch_implicit_gemm_frame(
     phases = tiling.phases
     return launch(conv2d_frame_kernel, (min(num_m * num_n, sm_count(out.device)),),
                   *x_descs, w_desc, out_desc, bias if bias is not None else out, num_m, num_n, tiles_p,
-                  problem.c, problem.k, activation.alpha, activation.beta,
+                  problem.c_per_group, problem.k, activation.alpha, activation.beta,
+                  x, w2d, problem.h, problem.w, problem.out_h, problem.out_w, *problem.stride, *problem.padding,
+                  *problem.dilation, problem.r, problem.s, x.stride(0), x.stride(2), x.stride(3),
                   ACTIVATION=activation.code, HAS_BIAS=bias is not None, TP=tiling.tp, FW=tiling.fw,
                   FROWS=tiling.frows,
                   PHASE_ROW=tuple(ph.row for ph in phases), PHASE_COL=tuple(ph.col for ph in phases),
@@ -698,7 +725,8 @@ def launch_implicit_gemm_frame(
                   TAP_ROWS=tiling.taps, SWIZZLE=swizzle,
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   FSTAGES=tiling.fstages, BSTAGES=config.num_stages, NUM_WARPS=config.num_warps,
-                  LOADER_REGS=WS_TMA_LOADER_REGS, num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
+                  LOADER_REGS=WS_TMA_LOADER_REGS, GROUPED=grouped, SUB_C=sub_groups[0], SUB_K=sub_groups[1],
+                  num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
 
 
 def _ws_weight_matrix(problem: ConvProblem, weight: torch.Tensor) -> torch.Tensor:
@@ -1687,11 +1715,45 @@ def launch_grouped_gemm_ws(
     (``config.block_n`` = its K/groups): the copies gather whole 128-byte pixel rows where a thin
     group's are 32 bytes, and a tile whose input holds a NaN or an infinity is redone group by
     group (the zeros between groups would spread it)."""
+    merged, merged_weight, sub_groups = _ws_merge(problem, weight)
+    return launch_implicit_gemm_ws(merged, x, merged_weight, bias, residual, out, config, sub_groups=sub_groups)
+
+
+def _ws_merge(problem: ConvProblem, weight: torch.Tensor) -> tuple[ConvProblem, torch.Tensor, tuple[int, int]]:
+    """grouped_gemm_ws's and grouped_frame's merge of ``problem``: the merged problem
+    (:func:`grouped_ws_merged`), its block-diagonal weight and the merged groups' (C/g, K/g)
+    (``sub_groups``; (0, 0) where nothing merges)."""
     merged = grouped_ws_merged(problem)
     pack = problem.groups // merged.groups
     sub_groups = (problem.c_per_group, problem.k_per_group) if pack > 1 else (0, 0)
-    return launch_implicit_gemm_ws(merged, x, block_diagonal_weight(weight, problem.groups, pack), bias, residual,
-                                   out, config, sub_groups=sub_groups)
+    return merged, block_diagonal_weight(weight, problem.groups, pack), sub_groups
+
+
+def grouped_frame_unsupported_reason(problem: ConvProblem) -> str | None:
+    """Why :func:`launch_grouped_frame` cannot run ``problem`` (None if it can)."""
+    if (reason := _ws_machine_reason(problem)) is not None:
+        return reason
+    if problem.groups == 1:
+        return "it merges groups, and this problem has groups=1"
+    return _frame_reason(grouped_ws_merged(problem), grouped=True)
+
+
+def launch_grouped_frame(
+    problem: ConvProblem,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    residual: torch.Tensor | None,
+    out: torch.Tensor,
+    config: LaunchConfig,
+):
+    """Grouped convolution on implicit_gemm_frame's kernel (Hopper, Gluon): grouped_gemm_ws's merge
+    (:func:`grouped_ws_merged`: 128 bytes of input channels, a block-diagonal weight), one merged
+    group a tile (``config.block_n`` = its K/groups), the group's channels copied as frames by TMA
+    once a tile and every tap a view of them, where grouped_gemm_ws gathers each tap's rows; a tile
+    whose input holds a NaN or an infinity is redone group by group."""
+    merged, merged_weight, sub_groups = _ws_merge(problem, weight)
+    return launch_implicit_gemm_frame(merged, x, merged_weight, bias, residual, out, config, sub_groups=sub_groups)
 
 
 # grouped_halo: the taps are unrolled at compile time, and the staged frame rows, the filter and
