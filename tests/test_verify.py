@@ -185,3 +185,16 @@ def test_random_problem(index: int, device: str, seed: int):
         f"verify --seed {SWEEP_SEED} --only {index} --algo each: {result.problem} {case.dtype} {result.layout} "
         f"{result.epilogue} {result.algorithm} {result.config} (input seed {seed}): {result.error or result.message}"
     )
+
+
+def test_forced_algorithm_draws_its_epilogue_too(monkeypatch):
+    """The draw checks the forced algorithm against the problem with the case's epilogue: a kernel
+    that adds no residual (implicit_gemm_frame, its Hopper check faked away) never gets a residual
+    case (grouped_frame's first GPU verify was drawn one, session 55)."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "_ws_machine_reason", lambda problem: None)
+    limits = verify.LIMITS["cuda"]
+    cases = [verify.draw_case(55, i, limits, "implicit_gemm_frame") for i in range(12)]
+    assert not any(case.residual for case in cases), cases
+    assert any(case.bias for case in cases) and all(case.layout == "nhwc" for case in cases)

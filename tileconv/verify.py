@@ -135,7 +135,6 @@ def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto", pass_: 
     forced algorithm ``algo``, unless 'auto' or 'each', computes them; a backward algorithm
     with ``pass_`` 'bwd')."""
     from .kernels import ALGORITHMS, BACKWARD_ALGORITHMS
-    from .problem import problem_from_arguments
 
     registry = BACKWARD_ALGORITHMS if pass_ == "bwd" else ALGORITHMS
 
@@ -151,11 +150,11 @@ def draw_case(seed: int, index: int, limits: Limits, algo: str = "auto", pass_: 
             activation=_draw_activation(rng), bias=rng.random() < 0.5, residual=rng.random() < 0.5,
         )
         # The problem as the run will read it: its dtype, layout and TF32 flag (a forced
-        # channels_last-only kernel never computed a problem drawn from an NCHW float32 tensor).
-        _, x, weight = _meta_operands(case)
+        # channels_last-only kernel never computed a problem drawn from an NCHW float32 tensor),
+        # and its epilogue (a forced kernel that adds no residual was drawn one: session 55).
         try:
             with _tf32_of(case):
-                problem = problem_from_arguments(x, weight, None, *case.arguments)
+                _, problem = _case_problem(case, epilogue=pass_ == "fwd")
         except ValueError:  # output size <= 0, or 'same' with a stride: draw again
             continue
         if algo in registry and registry[algo].unsupported_reason(problem) is not None:
@@ -250,6 +249,24 @@ def _meta_operands(case: Case):
     return dtype, x, torch.empty(case.k, case.c // case.groups, case.r, case.s, dtype=dtype, device="meta")
 
 
+def _case_problem(case: Case, epilogue: bool = True):
+    """(dtype, problem) of ``case`` as the run reads it: its operands' dtype and layout (meta
+    tensors: :func:`_meta_operands`) and, with ``epilogue`` (the forward pass), its bias,
+    activation and residual."""
+    import torch
+
+    from .problem import problem_from_arguments
+
+    dtype, x, weight = _meta_operands(case)
+    if not epilogue:
+        return dtype, problem_from_arguments(x, weight, None, *case.arguments)
+    bias = torch.empty(case.k, dtype=dtype, device="meta") if case.bias else None
+    problem = problem_from_arguments(x, weight, bias, *case.arguments, case.activation)
+    if case.residual:
+        problem = problem.with_epilogue(replace(problem.epilogue, has_residual=True))
+    return dtype, problem
+
+
 def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
     """Run ``case`` (poisoned output) through tileconv.conv2d, or with ``algo`` forced through
     conv2d_problem, and compare with the reference."""
@@ -263,11 +280,7 @@ def run_case(case: Case, device: str, seed: int, algo: str = "auto") -> Result:
     from .testing import compare, random_inputs, tolerance
 
     def check(result: Result, algo: str = algo) -> None:
-        dtype, x, weight = _meta_operands(case)
-        bias = torch.empty(case.k, dtype=dtype, device="meta") if case.bias else None
-        problem = problem_from_arguments(x, weight, bias, *case.arguments, case.activation)
-        if case.residual:
-            problem = problem.with_epilogue(replace(problem.epilogue, has_residual=True))
+        _, problem = _case_problem(case)
         result.problem, result.layout, result.epilogue = problem.describe(), problem.layout, str(problem.epilogue)
         result.tolerance = tolerance(problem)
         if algo == "each":
@@ -312,12 +325,10 @@ def run_backward_case(case: Case, device: str, seed: int, algo: str = "auto") ->
     from .functional import conv2d_backward_problem, poison_outputs
     from .kernels import BACKWARD_ALGORITHMS
     from .kernels.backward import aten_convolution_backward
-    from .problem import problem_from_arguments
     from .testing import compare, random_inputs, tolerance
 
     def check(result: Result, algo: str = algo) -> None:
-        dtype, x, weight = _meta_operands(case)
-        problem = problem_from_arguments(x, weight, None, *case.arguments)
+        dtype, problem = _case_problem(case, epilogue=False)
         result.problem, result.layout, result.epilogue = problem.describe(), problem.layout, "none (gradients)"
         if algo == "each":
             names = [name for name, a in BACKWARD_ALGORITHMS.items()
