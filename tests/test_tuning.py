@@ -626,7 +626,8 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
     ring that fit; untuned it takes exactly ResNeXt's rows read from 56-wide inputs (c128 hw56/1,
     c256 hw56/2: session 55, H200, it beat grouped_halo and grouped_gemm_ws there and tied or lost
     on the narrower rows), and nothing without a Hopper. It refuses (naming why) groups=1, a
-    residual, a merged group wider than its tiles and merged channels that are not 32-channel steps."""
+    residual, a merged group wider than its tiles, merged channels that are not 32-channel steps and
+    frames that fit in shared memory on no tile."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_frame_candidates
     from tileconv.kernels import launch
 
@@ -649,9 +650,18 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
                               (replace(thin, epilogue=EPILOGUES["bias_add_relu"]), "no residual"),
                               (replace(thin, k=thin.k * 8), "output channels of each merged group"),
                               (replace(thin, c=thin.c // 2, groups=16, k=thin.k // 2), None),
-                              (replace(thin, c=48, groups=12, k=48 * 2), "a multiple of 32")):
+                              (replace(thin, c=48, groups=12, k=48 * 2), "a multiple of 32"),
+                              # (verify's case 65 of seed 55, session 55: a 7x1 filter dilated 3 over a
+                              # 64-column frame, too tall for any tile; its default tile raised a ValueError)
+                              (ConvProblem(2, 64, 33, 33, 64, 7, 1, (1, 1), (3, 1), (3, 1), 64, torch.float16, "nhwc"),
+                               "do not fit in shared memory")):
         reason = launch.grouped_frame_unsupported_reason(problem)
-        assert (reason is None) if fragment is None else (fragment in reason), (problem, reason)
+        assert (reason is None) if fragment is None else (reason is not None and fragment in reason), (problem, reason)
+    # verify's case 52 of seed 55: a 7x7 filter dilated 3 over a 2x8 image, whose 128-row default
+    # tile's frames overfilled shared memory (a ValueError); the default is now a 64-row tile that fits
+    reach = ConvProblem(4, 64, 2, 8, 64, 7, 7, (1, 1), (9, 9), (3, 3), 64, torch.float16, "nhwc")
+    assert launch.grouped_frame_unsupported_reason(reach) is None
+    assert launch.frame_tiling(gemm_problem(reach, "grouped_frame"), default_config(reach, "grouped_frame"))
     monkeypatch.setattr(launch, "_is_hopper", lambda: False)
     assert all(choose_algorithm(problem) != "grouped_frame" for problem in grouped.values())
 

@@ -319,17 +319,19 @@ def grouped_frame_pays(problem: ConvProblem) -> bool:
 
 
 def grouped_frame_config(problem: ConvProblem) -> LaunchConfig:
-    """grouped_frame's tile, one merged group wide (its K/groups: the launcher's rule), the merged
-    group's channels in steps of 64 (else 32): at stride 1, 256 rows on 8 warps with 6 weight
-    stages (128 on 4 where a 256-row tile does not fit); at a stride 128 rows on 4 warps (the phase
-    frames take the room); as many weight stages as fit, up to 8 (session 55's probe, above)."""
+    """grouped_frame's tile, one merged group wide (its K/groups: the launcher's rule), as many
+    weight stages as fit: at stride 1, 256 rows on 8 warps from 6 stages; else (or where that does
+    not fit) 128 rows on 4 warps from 8 stages (at a stride the phase frames take the room), then
+    64; the merged group's channels in steps of 64, then 32 (session 55's probe, above). Where no
+    tile fits (long filter reaches), the last tried: the launcher's reason refuses such problems."""
     merged = grouped_ws_merged(problem)
-    block_k = 64 if merged.c_per_group % 64 == 0 else 32
-    if problem.stride == (1, 1):
-        wide = fit_frame_stages(merged, LaunchConfig(256, merged.k_per_group, block_k, 8, 8, 6))
-        if frame_tiling_or_none(merged, wide) is not None:
-            return wide
-    return fit_frame_stages(merged, LaunchConfig(128, merged.k_per_group, block_k, 8, 4, 8))
+    tiles = ([(256, 8, 6)] if problem.stride == (1, 1) else []) + [(128, 4, 8), (64, 4, 8)]
+    for block_k in dict.fromkeys((64 if merged.c_per_group % 64 == 0 else 32, 32)):
+        for block_m, warps, stages in tiles:
+            config = fit_frame_stages(merged, LaunchConfig(block_m, merged.k_per_group, block_k, 8, warps, stages))
+            if frame_tiling_or_none(merged, config) is not None:
+                return config
+    return config
 
 
 def fit_frame_stages(problem: ConvProblem, config: LaunchConfig) -> LaunchConfig:

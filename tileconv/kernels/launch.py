@@ -661,6 +661,14 @@ def _frame_reason(problem: ConvProblem, grouped: bool) -> str | None:
                 f"not {problem.k_per_group}")
     if frame_columns(problem)[1] > 256:
         return "its frame is at most 256 columns: the output width plus the filter's reach must fit"
+    fw = frame_columns(problem)[1]
+    block_m = max(64, fw)  # the smallest tile of whole frame rows: 32-channel steps, two weight stages
+    smallest = LaunchConfig(block_m, problem.k_per_group if grouped else 64, 32, 8, 8 if block_m == 256 else 4, 2)
+    try:
+        frame_tiling(problem, smallest)
+    except ValueError:
+        return ("its frames (a tile's output rows plus the filter's reach rows, each stride phase's) and two "
+                "weight stages do not fit in shared memory, even on its smallest tile")
     return None
 
 
