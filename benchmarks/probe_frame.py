@@ -56,8 +56,43 @@ def main():
     dtype = getattr(torch, args.dtype)
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(), flush=True)
-    if args.grouped:
-        return grouped(args, dtype)
+    records = grouped(args, dtype) if args.grouped else dense_rows(args, dtype)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "rows": records}, f, indent=1)
+
+
+def _row_head(case, p, i, extra: str = "") -> dict:
+    """A row's record: cuDNN's and tileconv.conv2d's times (CUDA-graph replays), printed."""
+    t_ref = _graph_us(lambda: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups))
+    algo, config = select(p)
+    t_auto = _graph_us(lambda: tileconv.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups))
+    print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
+          f"{t_ref / t_auto:4.2f}x{extra}", flush=True)
+    return {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto}
+
+
+def _time_tiles(label, launcher, p, i, ref, configs, rec, fits=None) -> list[dict]:
+    """Each config of ``configs`` (those ``fits`` takes: a ValueError says why not) through
+    ``launcher``, measured and checked (probe_window.measure), printed beside the row's cuDNN and
+    tileconv times in ``rec``; their records."""
+    out = []
+    for config in configs:
+        try:
+            if fits is not None:
+                fits(p, config)
+        except ValueError as error:  # not this problem's tile: say why, go on
+            print(f"    {label} {config}: {error}", flush=True)
+            continue
+        m = measure(launcher, p, i, ref, config, tolerance(p))
+        print(f"    {label} {config}: {m['us']:6.1f} us {rec['cudnn_us'] / m['us']:4.2f}x cuDNN, "
+              f"{rec['auto_us'] / m['us']:4.2f}x auto, ok {m['ok']}, first {m['first_call_s']:4.1f} s", flush=True)
+        out.append({"config": config.to_dict(), **m})
+    return out
+
+
+def dense_rows(args, dtype) -> list[dict]:
+    """The suites' 3x3 rows the kernel takes: its tiles, then bias + ReLU on the first that ran."""
     records = []
     for case in (c for s in ("resnet50", "seed", "vae") for c in get_suite(s)):
         p = case.problem(dtype, "nhwc")
@@ -67,23 +102,10 @@ def main():
             continue
         i = random_inputs(p, "cuda", seed=0)
         ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
-        t_ref = _graph_us(lambda p=p, i=i: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups))
-        algo, config = select(p)
-        t_auto = _graph_us(lambda i=i, p=p: tileconv.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation))
-        print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
-              f"{t_ref / t_auto:4.2f}x", flush=True)
-        rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto, "frame": []}
-        for block_m, block_n, block_k, warps, stages in TILES + STRIDED_TILES:
-            config = LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
-            try:
-                launch.frame_tiling(p, config)
-            except ValueError as error:  # not this problem's tile: say why, go on
-                print(f"    frame {config}: {error}", flush=True)
-                continue
-            m = measure(launch.launch_implicit_gemm_frame, p, i, ref, config, tolerance(p))
-            print(f"    frame {config}: {m['us']:6.1f} us {t_ref / m['us']:4.2f}x cuDNN, {t_auto / m['us']:4.2f}x auto, "
-                  f"ok {m['ok']}, first {m['first_call_s']:4.1f} s", flush=True)
-            rec["frame"].append({"config": config.to_dict(), **m})
+        rec = _row_head(case, p, i)
+        configs = [LaunchConfig(m, n, k, 8, warps, stages) for m, n, k, warps, stages in TILES + STRIDED_TILES]
+        rec["frame"] = _time_tiles("frame", launch.launch_implicit_gemm_frame, p, i, ref, configs, rec,
+                                   launch.frame_tiling)
         if rec["frame"]:  # the epilogue: bias + ReLU on the first tile that ran
             pe = case.problem(dtype, "nhwc", "bias_relu")
             ie = random_inputs(pe, "cuda", seed=1)
@@ -95,62 +117,36 @@ def main():
             rec["bias_relu_ok"] = compare(out, refe.double(), tolerance(pe)).ok
             print(f"    bias+relu ok {rec['bias_relu_ok']}", flush=True)
         records.append(rec)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "rows": records}, f, indent=1)
+    return records
 
 
-def grouped(args, dtype) -> None:
+def grouped(args, dtype) -> list[dict]:
     """``--grouped``: see the module's docstring."""
     records = []
     for case in get_suite("grouped"):
         p = case.problem(dtype, "nhwc")
         i = random_inputs(p, "cuda", seed=0)
-        t_ref = _graph_us(lambda p=p, i=i: F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups))
-        algo, config = select(p)
-        t_auto = _graph_us(lambda i=i, p=p: tileconv.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation,
-                                                             p.groups))
         if not args.stand_ins:
             ref = F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups)
-            print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
-                  f"{t_ref / t_auto:4.2f}x", flush=True)
-            rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto, "grouped_frame": []}
-            for config in grouped_frame_candidates(p):
-                m = measure(launch.launch_grouped_frame, p, i, ref, config, tolerance(p))
-                print(f"    grouped_frame {config}: {m['us']:6.1f} us {t_ref / m['us']:4.2f}x cuDNN, "
-                      f"{t_auto / m['us']:4.2f}x auto, ok {m['ok']}", flush=True)
-                rec["grouped_frame"].append({"config": config.to_dict(), **m})
+            rec = _row_head(case, p, i)
+            rec["grouped_frame"] = _time_tiles("grouped_frame", launch.launch_grouped_frame, p, i, ref,
+                                               grouped_frame_candidates(p), rec)
             records.append(rec)
             continue
         merged = launch.grouped_ws_merged(p)
         dense = replace(p, n=p.n * merged.groups, c=merged.c_per_group, k=merged.k_per_group, groups=1)
+        rec = _row_head(case, p, i, f" | stand-in n={dense.n} c={dense.c} k={dense.k}")
+        rec["stand_in"] = {"n": dense.n, "c": dense.c, "k": dense.k}
         di = random_inputs(dense, "cuda", seed=0)
         ref = F.conv2d(di.x.float(), di.weight.float(), None, dense.stride, dense.padding)
-        print(f"{case.name:28s} cuDNN {t_ref:7.1f} us | auto ({algo.name} {config}) {t_auto:6.1f} us "
-              f"{t_ref / t_auto:4.2f}x | stand-in n={dense.n} c={dense.c} k={dense.k}", flush=True)
-        rec = {"case": case.name, "cudnn_us": t_ref, "auto_algo": algo.name, "auto_us": t_auto,
-               "stand_in": {"n": dense.n, "c": dense.c, "k": dense.k}, "frame": []}
-        ws = LaunchConfig(128, dense.k, 64, 8, 4, 8)
-        m = measure(launch.launch_implicit_gemm_ws, dense, di, ref, ws, tolerance(dense))
-        rec["ws"] = {"config": ws.to_dict(), **m}
-        print(f"    ws {ws}: {m['us']:6.1f} us ({t_ref / m['us']:4.2f}x cuDNN's grouped row) ok {m['ok']}", flush=True)
-        for block_m, block_n, block_k, warps, stages in dict.fromkeys(TILES + STRIDED_TILES):
-            config = LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
-            if block_n != dense.k:
-                continue
-            try:
-                launch.frame_tiling(dense, config)
-            except ValueError as error:  # not this problem's tile: say why, go on
-                print(f"    frame {config}: {error}", flush=True)
-                continue
-            m = measure(launch.launch_implicit_gemm_frame, dense, di, ref, config, tolerance(dense))
-            print(f"    frame {config}: {m['us']:6.1f} us ({t_ref / m['us']:4.2f}x cuDNN's grouped row, "
-                  f"{t_auto / m['us']:4.2f}x auto) ok {m['ok']}", flush=True)
-            rec["frame"].append({"config": config.to_dict(), **m})
+        rec["ws"] = _time_tiles("ws", launch.launch_implicit_gemm_ws, dense, di, ref,
+                                [LaunchConfig(128, dense.k, 64, 8, 4, 8)], rec)
+        configs = [LaunchConfig(m, n, k, 8, warps, stages)
+                   for m, n, k, warps, stages in dict.fromkeys(TILES + STRIDED_TILES) if n == dense.k]
+        rec["frame"] = _time_tiles("frame", launch.launch_implicit_gemm_frame, dense, di, ref, configs, rec,
+                                   launch.frame_tiling)
         records.append(rec)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "rows": records}, f, indent=1)
+    return records
 
 
 if __name__ == "__main__":

@@ -17,9 +17,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (ncu_one's profiled)
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from ncu_one import profiled  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
 from tileconv.bench.models import cuda_graph_call  # noqa: E402
@@ -108,13 +110,7 @@ def main() -> None:
             fns.append((label + ("" if ok else " WRONG"), run))
         for label, fn in fns:
             if args.ncu:
-                for _ in range(3):
-                    fn()
-                torch.cuda.synchronize()
-                torch.cuda.cudart().cudaProfilerStart()
-                fn()
-                torch.cuda.synchronize()
-                torch.cuda.cudart().cudaProfilerStop()
+                profiled(fn)
                 print(f"{name} {dtype}: profiled {label}", flush=True)
                 continue
             cold = do_bench(fn, warmup=25, rep=100, return_mode="median") * 1000

@@ -587,6 +587,18 @@ def test_nchw_rules_pick_only_what_can_run():
         assert choose_algorithm(replace(small, layout="nhwc")) != choose_algorithm(small)
 
 
+def _fake_hopper(monkeypatch):
+    """The launchers and heuristics answer as on a Hopper GPU outside the interpreter (any machine:
+    nothing is launched); returns the launch module."""
+    from tileconv.kernels import launch
+
+    monkeypatch.setattr(launch, "INTERPRET", False)
+    monkeypatch.setattr(heuristics, "INTERPRET", False)
+    monkeypatch.setattr(launch, "has_cp_async", lambda: True)
+    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    return launch
+
+
 def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(monkeypatch):
     """grouped_gemm_ws (a Hopper faked: this runs on any machine) merges groups into at most 128
     bytes of input channels and 256 outputs, refuses a merge whose K/groups is no power of two
@@ -596,12 +608,7 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
     grouped_frame in session 55), not the stride-1 ones nor the 32-channel c1024 hw14/2 (a tie
     with the implicit GEMM) nor TF32, and nothing without a Hopper."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_gemm_ws_candidates
-    from tileconv.kernels import launch
-
-    monkeypatch.setattr(launch, "INTERPRET", False)
-    monkeypatch.setattr(heuristics, "INTERPRET", False)
-    monkeypatch.setattr(launch, "has_cp_async", lambda: True)
-    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    launch = _fake_hopper(monkeypatch)
     grouped = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("grouped")}
     for name, problem in grouped.items():
         assert launch.grouped_gemm_ws_unsupported_reason(problem) is None, name
@@ -629,12 +636,7 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
     residual, a merged group wider than its tiles, merged channels that are not 32-channel steps and
     frames that fit in shared memory on no tile."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_frame_candidates
-    from tileconv.kernels import launch
-
-    monkeypatch.setattr(launch, "INTERPRET", False)
-    monkeypatch.setattr(heuristics, "INTERPRET", False)
-    monkeypatch.setattr(launch, "has_cp_async", lambda: True)
-    monkeypatch.setattr(launch, "_is_hopper", lambda: True)
+    launch = _fake_hopper(monkeypatch)
     grouped = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("grouped")}
     for name, problem in grouped.items():
         assert launch.grouped_frame_unsupported_reason(problem) is None, name

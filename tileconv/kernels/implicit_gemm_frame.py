@@ -56,7 +56,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from .common import epilogue_at, swizzle_tile
-from .implicit_gemm_ws import _column_halves, redo_pixels
+from .implicit_gemm_ws import _column_halves, any_nonfinite, redo_pixels
 
 
 @gluon.constexpr_function
@@ -183,7 +183,7 @@ def _frame_mma(
         mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
         mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES))
         if SUB_K > 0:
-            if gl.max(gl.max(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0:
+            if any_nonfinite(acc):
                 # Row m = i*FW + q of the tile is output (p0 + i, q) of image n (q >= Q: none).
                 rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout)).to(gl.int64)
                 p = p0 + rows // FW

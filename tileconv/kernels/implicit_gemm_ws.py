@@ -235,6 +235,12 @@ def _redo_by_group(redo, pid_m, pid_n, M, P, Q, layout: gl.constexpr, BLOCK_M: g
 
 
 @gluon.jit
+def any_nonfinite(acc):
+    """Whether any of the 2D tile ``acc``'s sums is an infinity or a NaN (the merged groups' redo test)."""
+    return gl.max(gl.max(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0
+
+
+@gluon.jit
 def redo_pixels(redo, pid_n, n, ih0, iw0, in_m, layout: gl.constexpr, BLOCK_M: gl.constexpr,
                 BLOCK_N: gl.constexpr, SUB_C: gl.constexpr, SUB_K: gl.constexpr):
     """The [BLOCK_M, BLOCK_N] sums of merged group ``pid_n`` at the tile's pixels (image ``n``,
@@ -346,7 +352,7 @@ def _mma_partition(
             gl.static_assert(SLICES == 1 and BOX_Q == 0, "merged groups: pixel-run tiles of one partition's rows")
             # A NaN/Inf input times the block-diagonal weight's zeros is NaN in the merged groups'
             # other columns: a tile with any non-finite sum (rare) is redone group by group.
-            if gl.max(gl.max(gl.where(gl.abs(acc) < float("inf"), 0, 1), axis=1), axis=0) > 0:
+            if any_nonfinite(acc):
                 acc = _redo_by_group(redo, pid_m, pid_n, M, P, Q, mma_layout, BLOCK_M, BLOCK_N, SUB_C, SUB_K, INT64)
 
         offs_k = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, out_layout))

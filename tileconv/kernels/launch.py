@@ -659,9 +659,9 @@ def _frame_reason(problem: ConvProblem, grouped: bool) -> str | None:
     if grouped and problem.k_per_group not in FRAME_BLOCK_N:
         return (f"it runs a merged group a tile: it needs the output channels{group} one of {FRAME_BLOCK_N}, "
                 f"not {problem.k_per_group}")
-    if frame_columns(problem)[1] > 256:
-        return "its frame is at most 256 columns: the output width plus the filter's reach must fit"
     fw = frame_columns(problem)[1]
+    if fw > 256:
+        return "its frame is at most 256 columns: the output width plus the filter's reach must fit"
     block_m = max(64, fw)  # the smallest tile of whole frame rows: 32-channel steps, two weight stages
     smallest = LaunchConfig(block_m, problem.k_per_group if grouped else 64, 32, 8, 8 if block_m == 256 else 4, 2)
     try:
@@ -1702,11 +1702,17 @@ def grouped_ws_merged(problem: ConvProblem) -> ConvProblem:
 
 def grouped_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_grouped_gemm_ws` cannot run ``problem`` (None if it can)."""
+    return _merged_groups_reason(problem, _ws_gather_reason)
+
+
+def _merged_groups_reason(problem: ConvProblem, kernel_reason) -> str | None:
+    """grouped_gemm_ws's and grouped_frame's support: a Hopper GPU, groups to merge, and
+    ``kernel_reason(merged, grouped=True)`` of the merged problem (:func:`grouped_ws_merged`)."""
     if (reason := _ws_machine_reason(problem)) is not None:
         return reason
     if problem.groups == 1:
         return "it merges groups, and this problem has groups=1"
-    return _ws_gather_reason(grouped_ws_merged(problem), grouped=True)
+    return kernel_reason(grouped_ws_merged(problem), grouped=True)
 
 
 def launch_grouped_gemm_ws(
@@ -1739,11 +1745,7 @@ def _ws_merge(problem: ConvProblem, weight: torch.Tensor) -> tuple[ConvProblem, 
 
 def grouped_frame_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_grouped_frame` cannot run ``problem`` (None if it can)."""
-    if (reason := _ws_machine_reason(problem)) is not None:
-        return reason
-    if problem.groups == 1:
-        return "it merges groups, and this problem has groups=1"
-    return _frame_reason(grouped_ws_merged(problem), grouped=True)
+    return _merged_groups_reason(problem, _frame_reason)
 
 
 def launch_grouped_frame(
