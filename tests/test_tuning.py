@@ -668,6 +668,23 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
     assert all(choose_algorithm(problem) != "grouped_frame" for problem in grouped.values())
 
 
+@pytest.mark.parametrize("algorithm, draws", [("implicit_gemm_frame", 24), ("grouped_frame", 12)])
+def test_frame_kernels_default_tiles_fit_every_problem_they_take(monkeypatch, algorithm: str, draws: int):
+    """Every problem the frame kernels' support rule takes (random problems as ``verify --algo``
+    draws them, a Hopper faked) gets a default tile whose frames and weight ring fit shared memory:
+    the GPU's verify drew problems (long dilated filters) whose default tile raised a ValueError
+    (grouped_frame, session 55; implicit_gemm_frame's draws 20 and 44 of seed 7 did the same)."""
+    from tileconv import verify
+
+    launch = _fake_hopper(monkeypatch)
+    monkeypatch.setattr(launch, "_ws_machine_reason", lambda problem: None)
+    for index in range(draws):
+        case = verify.draw_case(7, index, verify.LIMITS["cuda"], algorithm)
+        _, problem = verify._case_problem(case)
+        config = default_config(problem, algorithm)
+        assert launch.frame_tiling(gemm_problem(problem, algorithm), config), (problem.describe(), config)
+
+
 def test_grouped_gemm_ws_gathers_with_two_loader_warpgroups(monkeypatch):
     """grouped_gemm_ws's one-warpgroup tiles at one program an SM launch the ws kernel with two
     loader warpgroups and 168 registers a thread (12 warps; session 55, H200: 2%-4% faster on the

@@ -326,11 +326,20 @@ def grouped_frame_config(problem: ConvProblem) -> LaunchConfig:
     tile fits (long filter reaches), the last tried: the launcher's reason refuses such problems."""
     merged = grouped_ws_merged(problem)
     tiles = ([(256, 8, 6)] if problem.stride == (1, 1) else []) + [(128, 4, 8), (64, 4, 8)]
-    for block_k in dict.fromkeys((64 if merged.c_per_group % 64 == 0 else 32, 32)):
-        for block_m, warps, stages in tiles:
-            config = fit_frame_stages(merged, LaunchConfig(block_m, merged.k_per_group, block_k, 8, warps, stages))
-            if frame_tiling_or_none(merged, config) is not None:
-                return config
+    return first_fitting_frame_tile(merged, [
+        LaunchConfig(block_m, merged.k_per_group, block_k, 8, warps, stages)
+        for block_k in dict.fromkeys((64 if merged.c_per_group % 64 == 0 else 32, 32))
+        for block_m, warps, stages in tiles])
+
+
+def first_fitting_frame_tile(problem: ConvProblem, configs: list[LaunchConfig]) -> LaunchConfig:
+    """The first of ``configs``, each with weight stages dropped until it fits (:func:`fit_frame_stages`),
+    whose frames and weight ring fit ``problem``; the last tried where none does (the frame kernels'
+    support rule refuses a problem no tile fits)."""
+    for config in configs:
+        config = fit_frame_stages(problem, config)
+        if frame_tiling_or_none(problem, config) is not None:
+            return config
     return config
 
 
@@ -552,8 +561,12 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _tma_rows_config(problem)
     if algorithm == "implicit_gemm_ws" or (algorithm == "gemm_1x1_ws" and problem.stride == (1, 1)):
         return _ws_config(problem)
-    if algorithm == "implicit_gemm_frame":
-        return frame_config(problem)
+    if algorithm == "implicit_gemm_frame":  # the heuristics' tile, else smaller ones where its frames do not fit
+        preferred = frame_config(problem)
+        fw = frame_columns(problem)[1]
+        smaller = [replace(preferred, block_m=rows, num_warps=4) for rows in (128, 64) if fw <= rows < preferred.block_m]
+        return first_fitting_frame_tile(problem, [preferred, *smaller,
+                                                  *(replace(c, block_n=64, block_k=32) for c in (preferred, *smaller))])
     if algorithm == "gemm_1x1_ws":
         return replace(GEMM_1X1_WS_PINGPONG, block_k=64 if problem.itemsize == 2 else 32)
     if algorithm == "dense_toeplitz":
