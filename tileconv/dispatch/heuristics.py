@@ -158,6 +158,9 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # 32.1 us against 33.3, c96 hw112/2 39.8 against 46.3, c144 hw56/1 43.0 against 50.6.
         depthwise = problem.groups == problem.c and problem.out_w >= 14 and problem.r * problem.s <= 9
         return "depthwise" if depthwise else "direct"
+    # grouped_frame first, on the 56-wide inputs it won (see GROUPED_FRAME_MIN_WIDTH's measurements).
+    if grouped_frame_pays(problem):
+        return "grouped_frame"
     # grouped_halo (Gluon: each input pixel staged in shared memory once, the taps shifted views
     # of it, or of the stride's phase frames), strides up to 2, 4 to 16 channels a group, filters
     # up to 3x3 (H200, fp16 NHWC batch 32, benchmarks/probe_grouped.py, CUDA-graph replays beside
@@ -173,8 +176,6 @@ def choose_algorithm(problem: ConvProblem) -> str:
     # 21.1 and 35.6 us (24.1 and 35.8 in session 53). At 32 channels a group (c1024 hw14/2) it tied
     # the implicit GEMM (tuning: 14.8 against 14.7 us), and it lost every stride-1 row (c512 hw14
     # 18.9 against grouped_halo's 15.8, c1024 hw7 13.4 against implicit_gemm's 12.8).
-    if grouped_frame_pays(problem):
-        return "grouped_frame"
     if (problem.groups > 1 and max(problem.stride) == 2 and 8 <= problem.c_per_group <= 16
             and problem.r * problem.s <= 9 and problem.itemsize == 2
             and grouped_gemm_ws_unsupported_reason(problem) is None):
@@ -363,6 +364,17 @@ def frame_config(problem: ConvProblem) -> LaunchConfig:
     block_m, warps = (256, 8) if frame_columns(problem)[1] > 128 else (128, 4)
     block_n, stages = (64, 8) if problem.k <= 64 else (128, 6)
     return LaunchConfig(block_m, block_n, block_k, 8, warps, stages)
+
+
+def fitted_frame_config(problem: ConvProblem) -> LaunchConfig:
+    """implicit_gemm_frame's default tile: :func:`frame_config`'s (the tile :func:`frame_pays` judges),
+    else, where its frames and ring do not fit, fewer weight stages, 128 and 64 rows, then 64 wide
+    in 32-channel steps (long dilated filters: a forced run once raised a ValueError)."""
+    preferred = frame_config(problem)
+    fw = frame_columns(problem)[1]
+    smaller = [replace(preferred, block_m=rows, num_warps=4) for rows in (128, 64) if fw <= rows < preferred.block_m]
+    return first_fitting_frame_tile(problem, [preferred, *smaller,
+                                              *(replace(c, block_n=64, block_k=32) for c in (preferred, *smaller))])
 
 
 def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig):
@@ -561,12 +573,8 @@ def default_config(problem: ConvProblem, algorithm: str) -> LaunchConfig:
         return _tma_rows_config(problem)
     if algorithm == "implicit_gemm_ws" or (algorithm == "gemm_1x1_ws" and problem.stride == (1, 1)):
         return _ws_config(problem)
-    if algorithm == "implicit_gemm_frame":  # the heuristics' tile, else smaller ones where its frames do not fit
-        preferred = frame_config(problem)
-        fw = frame_columns(problem)[1]
-        smaller = [replace(preferred, block_m=rows, num_warps=4) for rows in (128, 64) if fw <= rows < preferred.block_m]
-        return first_fitting_frame_tile(problem, [preferred, *smaller,
-                                                  *(replace(c, block_n=64, block_k=32) for c in (preferred, *smaller))])
+    if algorithm == "implicit_gemm_frame":
+        return fitted_frame_config(problem)
     if algorithm == "gemm_1x1_ws":
         return replace(GEMM_1X1_WS_PINGPONG, block_k=64 if problem.itemsize == 2 else 32)
     if algorithm == "dense_toeplitz":

@@ -486,10 +486,8 @@ def launch_implicit_gemm_ws(
     if grouped and config.block_n != problem.k_per_group:
         raise ValueError(f"config block_n={config.block_n}: implicit_gemm_ws runs a grouped convolution one group "
                          f"a tile, so block_n must be K/groups = {problem.k_per_group}")
-    options = _ws_options(problem, config, "implicit_gemm_ws")
     loader_warps = ws_loader_warps(config, grouped)
-    if loader_warps != WS_LOADER_WARPS:
-        options["maxnreg"] = WS_WIDE_MAX_REGS
+    options = _ws_options(problem, config, "implicit_gemm_ws", loader_warps)
     block_k = ws_block_k(problem, config.block_k)
     programs, held = _ws_grid(problem, config, block_k, cdiv(problem.gemm_m, config.block_m), out.device)
     w2d = _ws_weight_matrix(problem, weight)
@@ -809,10 +807,10 @@ def ws_loader_warps(config: LaunchConfig, grouped: bool) -> int:
     return WS_LOADER_WARPS
 
 
-def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
+def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str, loader_warps: int = WS_LOADER_WARPS) -> dict:
     """The constexprs and launch options both warp-specialized kernels take from ``config``
-    (the ring's depth, the MMA partitions and their registers), after checking that ``name``
-    can run it."""
+    (the ring's depth, the MMA partitions and their registers: ``loader_warps`` beside them, see
+    :func:`ws_loader_warps`), after checking that ``name`` can run it."""
     if config.split_k > 1:
         raise ValueError(f"config split_k={config.split_k}: {name} has no split-K (use implicit_gemm)")
     slices = ws_slices(config)
@@ -823,11 +821,13 @@ def _ws_options(problem: ConvProblem, config: LaunchConfig, name: str) -> dict:
         raise ValueError(f"config block_m={config.block_m}: {name} takes a power of two"
                          + (", or 192 without ping-pong" if name == "gemm_1x1_ws" else ""))
     maxnreg = WS_PINGPONG_MAX_REGS if config.pingpong else WS_MAX_REGS[config.num_warps]
+    if loader_warps == WS_WIDE_LOADER_WARPS:
+        maxnreg = WS_WIDE_MAX_REGS
     if config.persistent > 1:  # programs an SM: the register file shared among them
         if config.pingpong or slices > 1 or config.num_warps != 4 or config.persistent > 2:
             raise ValueError(f"config persistent={config.persistent}: {name} runs two programs an SM only with one "
                              "MMA warpgroup (num_warps 4, no ping-pong, no row slices)")
-        maxnreg = 65536 // (config.persistent * (config.num_warps + WS_LOADER_WARPS) * 32)
+        maxnreg = 65536 // (config.persistent * (config.num_warps + loader_warps) * 32)
     options = dict(STAGES=config.num_stages, MMA_K=8 if problem.dtype == torch.float32 else 16,
                    NUM_WARPS=config.num_warps, CONSUMERS=2 if config.pingpong else 1,
                    CONSUMER_REGS=WS_PINGPONG_CONSUMER_REGS, INT64=needs_int64(problem), num_warps=config.num_warps,
