@@ -1,11 +1,13 @@
-"""Does the fused epilogue cost anything? Each depthwise-suite row (fp16 channels_last) run
-through ``conv2d_problem`` without an epilogue and with bias + ReLU fused, in one process,
-interleaved rounds of CUDA-graph replays with L2 cleared, the dispatch's algorithm and config
-printed for both. ``--candidates``: besides, every tuning candidate of the dispatch's algorithm,
-each without an epilogue, with the bias alone and with bias + ReLU (which part costs, and does
-another tile shape not pay it). A kernel-development probe, not a benchmark of record. Needs a GPU.
+"""Does the fused epilogue cost anything? Each row of the suites named (fp16 channels_last unless
+``--dtype`` / ``--layout`` say) run through ``conv2d_problem`` without an epilogue and with bias +
+ReLU fused, in one process, interleaved rounds of CUDA-graph replays with L2 cleared, the dispatch's
+algorithm and config printed for both. ``--candidates``: besides, every tuning candidate of the
+dispatch's algorithm, each without an epilogue, with the bias alone and with bias + ReLU (which
+part costs, and does another tile shape not pay it). A kernel-development probe, not a benchmark
+of record. Needs a GPU.
 
-    python benchmarks/probe_epilogue.py [--suite depthwise] [--match dw3x3] [--rounds 3] [--candidates] [--json OUT.json]
+    python benchmarks/probe_epilogue.py [--suite depthwise[,grouped,...]] [--match dw3x3] [--dtype float16]
+                                        [--layout nhwc] [--rounds 3] [--candidates] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from tileconv.testing import random_inputs  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--suite", default="depthwise")
+    ap.add_argument("--suite", default="depthwise", help="a suite, or several separated by commas")
+    ap.add_argument("--dtype", default="float16", choices=("float16", "bfloat16", "float32"))
+    ap.add_argument("--layout", default="nhwc", choices=("nhwc", "nchw"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--match", default="", help="only the rows whose name contains this")
     ap.add_argument("--candidates", action="store_true",
@@ -42,10 +46,12 @@ def main():
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), flush=True)
     rows = []
-    for case in [c for c in get_suite(args.suite) if args.match in c.name]:
+    dtype = getattr(torch, args.dtype)
+    cases = [c for suite in args.suite.split(",") for c in get_suite(suite) if args.match in c.name]
+    for case in cases:
         runs = {}
         for epilogue in ("none", "bias_relu"):
-            p = case.problem(torch.float16, "nhwc", epilogue)
+            p = case.problem(dtype, args.layout, epilogue)
             i = random_inputs(p, "cuda", seed=0)
             algo, config = select(p)
             runs[epilogue] = (p, i, f"{algo.name} {config}")
@@ -59,19 +65,20 @@ def main():
         rows.append({"case": case.name, "none_us": plain, "bias_relu_us": fused, "none": runs["none"][2],
                      "bias_relu": runs["bias_relu"][2], "rounds": times})
         if args.candidates:
-            rows[-1]["candidates"] = _candidates(case, args.rounds)
+            rows[-1]["candidates"] = _candidates(case, args.rounds, dtype, args.layout)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+            json.dump({"gpu": torch.cuda.get_device_name(), "dtype": args.dtype, "layout": args.layout,
+                       "rows": rows}, f, indent=1)
 
 
-def _candidates(case, rounds: int) -> list[dict]:
+def _candidates(case, rounds: int, dtype: torch.dtype, layout: str) -> list[dict]:
     """Each candidate config of the algorithm the dispatch picks for ``case`` (no epilogue), timed
     without an epilogue, with the bias alone and with bias + ReLU, interleaved."""
-    plain = case.problem(torch.float16, "nhwc", "none")
+    plain = case.problem(dtype, layout, "none")
     algo, _ = select(plain)
     variants = {"none": plain, "bias": dataclasses.replace(plain, epilogue=Epilogue(has_bias=True)),
-                "bias_relu": case.problem(torch.float16, "nhwc", "bias_relu")}
+                "bias_relu": case.problem(dtype, layout, "bias_relu")}
     inputs = {e: random_inputs(p, "cuda", seed=0) for e, p in variants.items()}
     out = []
     for config in GENERATORS[algo.name](plain)[:10]:

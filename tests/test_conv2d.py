@@ -584,6 +584,10 @@ CONFIG_CASES = [
          algo="depthwise_halo", config=LaunchConfig(16, 32, 4, num_warps=1)),
     Case(1, 16, 9, 7, 16, 1, 1, stride=(2, 1), groups=16, dtype="fp16", layout="nhwc", bias=True,
          activation="hardswish", algo="depthwise_halo", config=LaunchConfig(64, 128, 4, num_warps=4)),
+    # ... a filter too large for registers (7x7 at 4 channels a thread: the fp32 table, built from the
+    # taps copied in with the halo), C = 136 in 128-channel blocks (a masked tail), bias + residual.
+    Case(2, 136, 9, 10, 136, 7, 7, padding=3, groups=136, dtype="fp16", layout="nhwc", bias=True, residual=True,
+         activation="relu", algo="depthwise_halo", config=LaunchConfig(32, 128, 8, num_warps=1)),
     # implicit GEMM: 64x64 tile on a 1x5x3x3 -> 5 problem (M = 9, N = 5).
     Case(1, 5, 3, 3, 5, 3, 3, padding=1, algo="implicit_gemm", config=LaunchConfig(64, 64, 32, 8, 4, 2)),
     # C = 40 in 16-channel steps: 3 steps per tap, the last 8 channels masked; M, N tails.

@@ -157,26 +157,43 @@ def test_depthwise_halo_copies_are_16_bytes_whatever_c_divides():
     of 16-byte groups: with C = 24 (not a multiple of 16, so Triton does not specialise it) a
     plain ``cx < C`` mask made them 2 bytes, which cp.async refuses at compile time, and so did an
     image stride of 504 values (C = 8 on 7x9 images) until the kernel said it was 16-byte aligned
-    (the GPU runs of session 12 failed eight cases so). Compiled for sm_90 without a GPU."""
+    (the GPU runs of session 12 failed eight cases so). Compiled for sm_90 without a GPU. The
+    filter's taps and the bias come in by the same copies (rows after the halo's): with a bias,
+    and with a filter too large for registers, the copies are 16 bytes wide too, and nothing of
+    the filter or the bias is loaded from global memory after the copies' wait."""
     code = """
-import json, sys, torch
+import json, re, sys, torch
 sys.path.insert(0, "benchmarks")
-import sass
+import sass, triton
+from tileconv.epilogue import Epilogue
 from tileconv.kernels import LaunchConfig
 from tileconv.problem import ConvProblem
 rows = []
-for c, dtype in ((24, torch.float16), (40, torch.bfloat16), (12, torch.float32), (8, torch.float16)):
+for c, dtype, rs, bias in ((24, torch.float16, 3, False), (40, torch.bfloat16, 3, True), (12, torch.float32, 3, True),
+                           (8, torch.float16, 3, False), (24, torch.float16, 7, True)):
     # two images of 7x9 pixels: the image stride (504 values at C = 8) is not a multiple of 16 either
-    problem = ConvProblem(2, c, 7, 9, c, 3, 3, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc")
-    counts = sass.inspect_problem(problem, "depthwise_halo", LaunchConfig(32, 32, 8, num_warps=1))
-    rows.append([c, counts["LDGSTS"], counts["LDGSTS.128"]])
+    problem = ConvProblem(2, c, 7, 9, c, rs, rs, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc",
+                          epilogue=Epilogue(has_bias=bias))
+    config = LaunchConfig(32, 32 if rs == 3 else 128, 8, num_warps=1)  # 7x7 at 4 channels a thread: a table
+    counts = sass.inspect_problem(problem, "depthwise_halo", config)
+    (_, recorder), = sass.record_launches(problem, "depthwise_halo", config).items()
+    args, kwargs = recorder.calls[0]
+    source, options = sass._specialise(recorder.kernel, args, dict(kwargs))
+    code = sass.disassemble(triton.compile(source, target=sass.TARGET, options=options).asm["cubin"])
+    after_wait = code[code.index("DEPBAR"):]
+    rows.append([c, rs, bias, kwargs["WEIGHT_REGISTERS"], counts["LDGSTS"], counts["LDGSTS.128"],
+                 len(re.findall(r"\\bLDG\\b", after_wait))])
 print(json.dumps(rows))
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
     assert child.returncode == 0, child.stderr[-3000:]
-    for c, copies, wide in json.loads(child.stdout.strip().splitlines()[-1]):
-        assert copies > 0 and copies == wide, f"C = {c}: {wide} of {copies} copies 16 bytes wide"
+    rows = json.loads(child.stdout.strip().splitlines()[-1])
+    assert [registers for *_, registers, _, _, _ in rows] == [True, True, True, True, False]  # both filter forms
+    for c, rs, bias, _, copies, wide, late_loads in rows:
+        where = f"C = {c}, {rs}x{rs}, bias {bias}"
+        assert copies > 0 and copies == wide, f"{where}: {wide} of {copies} copies 16 bytes wide"
+        assert late_loads == 0, f"{where}: {late_loads} global loads after the copies' wait"
 
 
 def test_depthwise_window_compiles_its_one_column_and_one_tap_forms():

@@ -11,9 +11,10 @@ roofline, the 7x7 rows at 6-10%).
 Here a program owns a ``TILE_H`` x ``TILE_W`` tile of output pixels of one image and
 ``BLOCK_C`` channels (channels_last). It copies the input halo its taps read (HH x WW pixels,
 HH = (TILE_H-1)*U + (R-1)*dil_h + 1) into shared memory once, by 16-byte cp.async copies
-zero-filled outside the image (the padding: no masks afterwards), and loads the filter as
-fp32: into registers, one vector a tap, where R*S x VEC values a thread fit
-(``WEIGHT_REGISTERS``), else into a shared-memory table. Then, pixel by pixel, each tap is one
+zero-filled outside the image (the padding: no masks afterwards), the filter and the bias
+by the same copies into rows after the halo's, and takes the filter as fp32: into registers,
+one vector a tap, where R*S x VEC values a thread fit (``WEIGHT_REGISTERS``), else into a
+shared-memory table. Then, pixel by pixel, each tap is one
 shared-memory row: halo pixel (p*U + r*dil_h, q*V + s*dil_w), at an offset known at compile
 time from the pixel's base, loaded as the thread's ``VEC`` channels, converted to fp32,
 multiplied by the tap's weights and added: 2.4-2.8 instructions a multiply-add in the sm_90
@@ -69,7 +70,6 @@ def conv2d_depthwise_halo_kernel(
     VEC: gl.constexpr,  # channels a thread
     UNROLL: gl.constexpr,  # pixels of a row a step (divides TILE_W)
     CHUNK: gl.constexpr,  # halo pixels a copy (a power of two)
-    TAPS: gl.constexpr,  # R * S rounded up to a power of two
     WEIGHT_REGISTERS: gl.constexpr,  # the filter in registers (else in shared memory)
     COPY_VEC: gl.constexpr,  # channels in 16 bytes
     NUM_WARPS: gl.constexpr,
@@ -82,7 +82,6 @@ def conv2d_depthwise_halo_kernel(
     # The copies: 16 bytes a thread, a warp's threads over a pixel's channels then pixels.
     TPW_C: gl.constexpr = BLOCK_C // COPY_VEC
     XL: gl.constexpr = gl.BlockedLayout([1, COPY_VEC], [32 // TPW_C, TPW_C], [NUM_WARPS, 1], [1, 0])
-    WL: gl.constexpr = gl.BlockedLayout([1, VEC], [1, 32], [1, NUM_WARPS], [1, 0])
     PLANE: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # no swizzle: rows read at any index
     ROW: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
 
@@ -96,9 +95,19 @@ def conv2d_depthwise_halo_kernel(
     if INT64:
         n = n.to(gl.int64)
 
-    # The halo: pixel (hh, ww) at row hh*WW + ww, zeros outside the image and past C.
-    # Copied in chunks of CHUNK pixels (views have power-of-two shapes; the halo need not).
-    CHUNKS: gl.constexpr = (HH * WW + CHUNK - 1) // CHUNK
+    # The halo: pixel (hh, ww) at row hh*WW + ww, zeros outside the image and past C; then the
+    # filter's R*S taps and the bias (HAS_BIAS), a row each. Those come in with the pixels, by the
+    # same copies (a chunk past the pixels takes its rows from the filter and the bias), and reach
+    # registers from shared memory after the one wait: loaded from global memory beside the copies
+    # instead, their latency came after the copies' in every program (ptxas put six of c192
+    # hw28/1's ten such loads behind the wait in the bias variant, bias + ReLU 7.8% slower than
+    # plain on an H200, session 55; and every load of a filter too large for registers). They fill
+    # the last chunk's spare rows first (on the 3x3 rows the heuristics give this kernel, no more
+    # shared memory). Copied in chunks of CHUNK rows (views have power-of-two shapes; the halo need not).
+    HALO: gl.constexpr = HH * WW
+    PARAMS: gl.constexpr = R * S + HAS_BIAS
+    CHUNKS: gl.constexpr = (HALO + PARAMS + CHUNK - 1) // CHUNK
+    BIAS_ROW: gl.constexpr = HALO + R * S  # (HAS_BIAS)
     halo = gl.allocate_shared_memory(x_ptr.dtype.element_ty, [CHUNKS, CHUNK, BLOCK_C], PLANE)
     cx = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, XL))
     if INT64:
@@ -114,40 +123,44 @@ def conv2d_depthwise_halo_kernel(
         pix = chunk * CHUNK + gl.arange(0, CHUNK, layout=gl.SliceLayout(1, XL))
         ih = p0 * U - pad_h + pix // WW
         iw = q0 * V - pad_w + pix % WW
-        inside = (pix < HH * WW) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        inside = (pix < HALO) & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         if INT64:
             ih = ih.to(gl.int64)
         # Pixel strides are multiples of 16 bytes (the launcher's condition): 16-byte copies.
         x_offs = gl.multiple_of(ih * stride_xh + iw * stride_xw, COPY_VEC)[:, None] + cx[None, :]
-        async_copy.async_copy_global_to_shared(halo.index(chunk), x_img + x_offs,
-                                               mask=inside[:, None] & (cx < c_end)[None, :])
+        ptrs = x_img + x_offs
+        mask = inside[:, None] & (cx < c_end)[None, :]
+        if (chunk + 1) * CHUNK > HALO:  # rows of parameters in this chunk
+            t = pix - HALO  # tap t (the filter is channel-minor: a tap's C weights start 16 bytes aligned)
+            w_offs = gl.multiple_of((t // S) * stride_wr + (t % S) * stride_ws, COPY_VEC)[:, None] + cx[None, :]
+            is_tap = (t >= 0) & (t < R * S)
+            ptrs = gl.where(is_tap[:, None], w_ptr + w_offs, ptrs)
+            mask = mask | (is_tap[:, None] & (cx < c_end)[None, :])
+            if HAS_BIAS:
+                is_bias = pix == BIAS_ROW
+                ptrs = gl.where(is_bias[:, None], bias_ptr + cx[None, :], ptrs)
+                mask = mask | (is_bias[:, None] & (cx < c_end)[None, :])
+        async_copy.async_copy_global_to_shared(halo.index(chunk), ptrs, mask=mask)
     async_copy.commit_group()
 
-    # The filter as fp32, while the copies fly: one [BLOCK_C] register vector a tap where they fit
-    # (WEIGHT_REGISTERS), else tap t at row t of a shared-memory table; the bias likewise (read
-    # after the copies' wait, its latency came on top of theirs in every program).
+    async_copy.wait_group(0)
+    gl.thread_barrier()  # every thread's copies are in before any thread reads them
+
+    # Row views: index i is halo pixel i (or parameter i - HALO), a [BLOCK_C] vector.
+    halo_rows = halo._reinterpret(x_ptr.dtype.element_ty, [CHUNKS * CHUNK, BLOCK_C], ROW)
     c_idx = c0 + gl.arange(0, BLOCK_C, layout=CL)
     mask_c = c_idx < C
-    if HAS_BIAS:
-        bias = gl.load(bias_ptr + c_idx, mask=mask_c, other=0.0).to(gl.float32)
-    if WEIGHT_REGISTERS:
+    if WEIGHT_REGISTERS:  # one fp32 [BLOCK_C] register vector a tap
         taps = ()
         for t in gl.static_range(R * S):
-            taps = taps + (gl.load(w_ptr + c_idx + ((t // S) * stride_wr + (t % S) * stride_ws), mask=mask_c,
-                                   other=0.0).to(gl.float32),)
-    else:
-        weights = gl.allocate_shared_memory(gl.float32, [TAPS, BLOCK_C], PLANE)
-        tap = gl.arange(0, TAPS, layout=gl.SliceLayout(1, WL))
-        cw = c0 + gl.arange(0, BLOCK_C, layout=gl.SliceLayout(0, WL))
-        w_offs = ((tap // S) * stride_wr + (tap % S) * stride_ws)[:, None] + cw[None, :]
-        weights.store(gl.load(w_ptr + w_offs, mask=(tap < R * S)[:, None] & (cw < C)[None, :], other=0.0)
-                      .to(gl.float32))
-        weight_rows = weights._reinterpret(gl.float32, [TAPS, BLOCK_C], ROW)
-    async_copy.wait_group(0)
-    gl.thread_barrier()  # every thread's copies and stores are in before any thread reads them
-
-    # Row views: index i is halo pixel i (or tap i), a [BLOCK_C] vector.
-    halo_rows = halo._reinterpret(x_ptr.dtype.element_ty, [CHUNKS * CHUNK, BLOCK_C], ROW)
+            taps = taps + (halo_rows.index(HALO + t).load(CL).to(gl.float32),)
+    else:  # tap t at row t of an fp32 shared-memory table
+        weights = gl.allocate_shared_memory(gl.float32, [R * S, BLOCK_C], PLANE)
+        weight_rows = weights._reinterpret(gl.float32, [R * S, BLOCK_C], ROW)
+        for t in gl.static_range(R * S):
+            weight_rows.index(t).store(halo_rows.index(HALO + t).load(CL).to(gl.float32))  # (read back by this thread)
+    if HAS_BIAS:
+        bias = halo_rows.index(BIAS_ROW).load(CL).to(gl.float32)
     if INT64:
         c_idx = c_idx.to(gl.int64)
     out_c = out_ptr + n * stride_on + c_idx * stride_ok

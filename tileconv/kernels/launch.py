@@ -927,6 +927,14 @@ def describable(t: torch.Tensor, itemsize: int) -> bool:
             and all(stride * itemsize % 16 == 0 for stride in t.stride()[:-1]))
 
 
+def aligned16(t: torch.Tensor | None) -> torch.Tensor | None:
+    """``t``, or a copy of it starting 16 bytes aligned where it does not (a view at an odd
+    offset), for kernels that copy it 16 bytes at a time; None stays None."""
+    if t is None or t.data_ptr() % 16 == 0:
+        return t
+    return t.clone()
+
+
 MAX_GRID_Y = 65535  # CUDA's limit on a grid's second and third axes
 
 
@@ -1324,9 +1332,11 @@ class HaloTiling:
     weight_registers: bool  # the fp32 filter in registers (R*S*vec of them a thread), else in shared memory
 
     def shared_bytes(self, problem: ConvProblem) -> int:
-        """The halo (in the input's dtype, whole copy chunks) and the fp32 filter if it is not in registers."""
-        chunks = cdiv(self.halo_pixels, self.chunk)
-        weights = 0 if self.weight_registers else pow2_at_least(problem.r * problem.s) * self.block_c * 4
+        """The halo and, after its pixels, the filter's taps and the bias a row each (in the input's
+        dtype, whole copy chunks); the fp32 filter if it is not in registers."""
+        params = problem.r * problem.s + int(problem.epilogue.has_bias)
+        chunks = cdiv(self.halo_pixels + params, self.chunk)
+        weights = 0 if self.weight_registers else problem.r * problem.s * self.block_c * 4
         return chunks * self.chunk * self.block_c * problem.itemsize + weights
 
 
@@ -1417,7 +1427,9 @@ def launch_depthwise_halo(
                          f"bytes of shared memory, more than {MAX_HALO_SHARED_BYTES}")
     if not describable(x.permute(0, 2, 3, 1), problem.itemsize):
         return launch_depthwise(problem, x, weight, bias, residual, out, config)
-    weight = channel_minor_weight(weight)  # one vector of C weights a tap
+    # One vector of C weights a tap; the filter's taps and the bias are copied 16 bytes at a time.
+    weight = aligned16(channel_minor_weight(weight))
+    bias = aligned16(bias)
     pointers, epilogue_strides, epilogue = _epilogue_arguments(problem, bias, residual, out)
     grid = (problem.n * cdiv(problem.out_h, tiling.tile_h) * cdiv(problem.out_w, tiling.tile_w),
             cdiv(problem.c, tiling.block_c))
@@ -1428,8 +1440,7 @@ def launch_depthwise_halo(
         R=problem.r, S=problem.s, U=problem.stride[0], V=problem.stride[1],
         DIL_H=problem.dilation[0], DIL_W=problem.dilation[1], **epilogue,
         TILE_H=tiling.tile_h, TILE_W=tiling.tile_w, BLOCK_C=tiling.block_c, VEC=tiling.vec, UNROLL=tiling.unroll,
-        CHUNK=tiling.chunk, TAPS=pow2_at_least(problem.r * problem.s), WEIGHT_REGISTERS=tiling.weight_registers,
-        COPY_VEC=16 // problem.itemsize,
+        CHUNK=tiling.chunk, WEIGHT_REGISTERS=tiling.weight_registers, COPY_VEC=16 // problem.itemsize,
         NUM_WARPS=config.num_warps, INT64=needs_int64(problem), num_warps=config.num_warps,
     )
 
