@@ -39,7 +39,8 @@ def main():
     ap.add_argument("--dtype", default="float16", choices=("float16", "bfloat16", "float32"))
     ap.add_argument("--layout", default="nhwc", choices=("nhwc", "nchw"))
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--match", default="", help="only the rows whose name contains this")
+    ap.add_argument("--match", default="", help="only the rows whose name contains this (or one of several "
+                    "separated by '|')")
     ap.add_argument("--candidates", action="store_true",
                     help="also time each candidate config of the chosen algorithm with each epilogue")
     ap.add_argument("--json")
@@ -47,7 +48,8 @@ def main():
     print(torch.cuda.get_device_name(), flush=True)
     rows = []
     dtype = getattr(torch, args.dtype)
-    cases = [c for suite in args.suite.split(",") for c in get_suite(suite) if args.match in c.name]
+    cases = [c for suite in args.suite.split(",") for c in get_suite(suite)
+             if any(m in c.name for m in args.match.split("|"))]
     for case in cases:
         runs = {}
         for epilogue in ("none", "bias_relu"):

@@ -11,7 +11,8 @@
 #                                        bf16 tuned, NCHW untuned
 #   bash benchmarks/record.sh issue5     every figure issue 5 asks for: the depthwise and grouped suites
 #                                        untuned, seed003 in fp16 NHWC and strict fp32 NCHW, the fused epilogue's
-#                                        cost on the depthwise suite (benchmarks/probe_epilogue.py)
+#                                        cost on the depthwise, grouped and seed suites (benchmarks/probe_epilogue.py;
+#                                        seed003 in strict fp32 NCHW too)
 #   bash benchmarks/record.sh precision  strict fp32 / TF32 (seed, resnet50), the ladder chart, sweep
 #   bash benchmarks/record.sh fp32       tune + bench tf32 and strict fp32, NHWC and NCHW (DTYPES, LAYOUTS pick)
 #   bash benchmarks/record.sh nchw       NCHW input: GPU tests of staged_nhwc, resnet50 fp16 (heuristics, tuned), tf32
@@ -285,6 +286,11 @@ issue5)
     seed003_rows
     save
     TAILN=20 step epilogue-cost 120 python benchmarks/probe_epilogue.py --suite depthwise --json "$R/epilogue-cost.json"
+    save
+    TAILN=9 step epilogue-cost-grouped 60 python benchmarks/probe_epilogue.py --suite grouped,seed --match "resnext|seed003" \
+        --json "$R/epilogue-cost-grouped.json"
+    TAILN=3 step epilogue-cost-seed003-fp32 30 python benchmarks/probe_epilogue.py --suite seed --match seed003 \
+        --dtype float32 --layout nchw --json "$R/epilogue-cost-seed003-float32-nchw.json"
     save
     ;;
 direct)

@@ -132,7 +132,10 @@ def conv2d_depthwise_halo_kernel(
         mask = inside[:, None] & (cx < c_end)[None, :]
         if (chunk + 1) * CHUNK > HALO:  # rows of parameters in this chunk
             t = pix - HALO  # tap t (the filter is channel-minor: a tap's C weights start 16 bytes aligned)
-            w_offs = gl.multiple_of((t // S) * stride_wr + (t % S) * stride_ws, COPY_VEC)[:, None] + cx[None, :]
+            # (said of the whole offset: said of the taps' row offsets alone, the hint went where
+            # an S = 1 or a 1x1 filter's arithmetic folded away, and the copies became 2 bytes wide)
+            w_offs = gl.multiple_of(((t // S) * stride_wr + (t % S) * stride_ws)[:, None] + cx[None, :],
+                                    [COPY_VEC, COPY_VEC])
             is_tap = (t >= 0) & (t < R * S)
             ptrs = gl.where(is_tap[:, None], w_ptr + w_offs, ptrs)
             mask = mask | (is_tap[:, None] & (cx < c_end)[None, :])
