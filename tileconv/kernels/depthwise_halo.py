@@ -102,8 +102,8 @@ def conv2d_depthwise_halo_kernel(
     # instead, their latency came after the copies' in every program (ptxas put six of c192
     # hw28/1's ten such loads behind the wait in the bias variant, bias + ReLU 7.8% slower than
     # plain on an H200, session 55; and every load of a filter too large for registers). They fill
-    # the last chunk's spare rows first (on the 3x3 rows the heuristics give this kernel, no more
-    # shared memory). Copied in chunks of CHUNK rows (views have power-of-two shapes; the halo need not).
+    # the last chunk's spare rows first (on the 3x3 rows the heuristics give this kernel, no fewer
+    # programs an SM). Copied in chunks of CHUNK rows (views have power-of-two shapes; the halo need not).
     HALO: gl.constexpr = HH * WW
     PARAMS: gl.constexpr = R * S + HAS_BIAS
     CHUNKS: gl.constexpr = (HALO + PARAMS + CHUNK - 1) // CHUNK
@@ -129,7 +129,8 @@ def conv2d_depthwise_halo_kernel(
         # Pixel strides are multiples of 16 bytes (the launcher's condition): 16-byte copies.
         x_offs = gl.multiple_of(ih * stride_xh + iw * stride_xw, COPY_VEC)[:, None] + cx[None, :]
         ptrs = x_img + x_offs
-        mask = inside[:, None] & (cx < c_end)[None, :]
+        c_ok = (cx < c_end)[None, :]
+        mask = inside[:, None] & c_ok
         if (chunk + 1) * CHUNK > HALO:  # rows of parameters in this chunk
             t = pix - HALO  # tap t (the filter is channel-minor: a tap's C weights start 16 bytes aligned)
             # (said of the whole offset: said of the taps' row offsets alone, the hint went where
@@ -138,11 +139,11 @@ def conv2d_depthwise_halo_kernel(
                                     [COPY_VEC, COPY_VEC])
             is_tap = (t >= 0) & (t < R * S)
             ptrs = gl.where(is_tap[:, None], w_ptr + w_offs, ptrs)
-            mask = mask | (is_tap[:, None] & (cx < c_end)[None, :])
+            mask = mask | (is_tap[:, None] & c_ok)
             if HAS_BIAS:
                 is_bias = pix == BIAS_ROW
                 ptrs = gl.where(is_bias[:, None], bias_ptr + cx[None, :], ptrs)
-                mask = mask | (is_bias[:, None] & (cx < c_end)[None, :])
+                mask = mask | (is_bias[:, None] & c_ok)
         async_copy.async_copy_global_to_shared(halo.index(chunk), ptrs, mask=mask)
     async_copy.commit_group()
 
