@@ -3,8 +3,8 @@
 ReLU fused, in one process, interleaved rounds of CUDA-graph replays with L2 cleared, the dispatch's
 algorithm and config printed for both. ``--candidates``: besides, every tuning candidate of the
 dispatch's algorithm, each without an epilogue, with the bias alone and with bias + ReLU (which
-part costs, and does another tile shape not pay it). A kernel-development probe, not a benchmark
-of record. Needs a GPU.
+part costs, and does another tile shape not pay it). Issue 5's figure of the epilogue's cost
+(``benchmarks/record.sh issue5``); tileconv against itself, no peer. Needs a GPU.
 
     python benchmarks/probe_epilogue.py [--suite depthwise[,grouped,...]] [--match dw3x3] [--dtype float16]
                                         [--layout nhwc] [--rounds 3] [--candidates] [--json OUT.json]
