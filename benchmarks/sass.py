@@ -159,10 +159,10 @@ def inspect(algorithm: str, case_name: str, int64: bool = False, which: str | No
 
 
 def inspect_problem(problem, algorithm: str, config: LaunchConfig, int64: bool = False,
-                    which: str | None = None) -> dict:
+                    which: str | None = None, with_sass: bool = False) -> dict:
     """The compile under :func:`inspect`, for any ``problem``: ``algorithm``'s launch (``which``
     of them where it makes several) compiled for sm_90 with ``config``; its kernel's name,
-    shared memory and SASS counts."""
+    shared memory and SASS counts (``with_sass``: and the SASS itself, under "sass")."""
     launched = record_launches(problem, algorithm, config)
     if which is None:
         (kernel_name, recorder), = launched.items()
@@ -173,7 +173,10 @@ def inspect_problem(problem, algorithm: str, config: LaunchConfig, int64: bool =
         kwargs["INT64"] = True
     source, options = _specialise(recorder.kernel, args, dict(kwargs))
     compiled = triton.compile(source, target=TARGET, options=options)
-    return {"kernel": kernel_name, "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+    result = {"kernel": kernel_name, "shared_bytes": compiled.metadata.shared, **_sass_counts(compiled.asm["cubin"])}
+    if with_sass:
+        result["sass"] = disassemble(compiled.asm["cubin"])
+    return result
 
 
 def inspect_backward(gradient: str, case_name: str, int64: bool = False, algorithm: str | None = None,

@@ -164,9 +164,9 @@ def test_depthwise_halo_copies_are_16_bytes_whatever_c_divides():
     code = """
 import json, re, sys, torch
 sys.path.insert(0, "benchmarks")
-import sass, triton
+import sass
 from tileconv.epilogue import Epilogue
-from tileconv.kernels import LaunchConfig
+from tileconv.kernels import LaunchConfig, launch
 from tileconv.problem import ConvProblem
 rows = []
 for c, dtype, rs, bias in ((24, torch.float16, 3, False), (40, torch.bfloat16, 3, True), (12, torch.float32, 3, True),
@@ -175,14 +175,10 @@ for c, dtype, rs, bias in ((24, torch.float16, 3, False), (40, torch.bfloat16, 3
     problem = ConvProblem(2, c, 7, 9, c, rs, rs, stride=(2, 1), padding=(1, 1), groups=c, dtype=dtype, layout="nhwc",
                           epilogue=Epilogue(has_bias=bias))
     config = LaunchConfig(32, 32 if rs == 3 else 128, 8, num_warps=1)  # 7x7 at 4 channels a thread: a table
-    counts = sass.inspect_problem(problem, "depthwise_halo", config)
-    (_, recorder), = sass.record_launches(problem, "depthwise_halo", config).items()
-    args, kwargs = recorder.calls[0]
-    source, options = sass._specialise(recorder.kernel, args, dict(kwargs))
-    code = sass.disassemble(triton.compile(source, target=sass.TARGET, options=options).asm["cubin"])
-    after_wait = code[code.index("DEPBAR"):]
-    rows.append([c, rs, bias, kwargs["WEIGHT_REGISTERS"], counts["LDGSTS"], counts["LDGSTS.128"],
-                 len(re.findall(r"\\bLDG\\b", after_wait))])
+    counts = sass.inspect_problem(problem, "depthwise_halo", config, with_sass=True)
+    after_wait = counts["sass"][counts["sass"].index("DEPBAR"):]
+    rows.append([c, rs, bias, launch.halo_tiling(problem, config).weight_registers, counts["LDGSTS"],
+                 counts["LDGSTS.128"], len(re.findall(r"\\bLDG\\b", after_wait))])
 print(json.dumps(rows))
 """
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
