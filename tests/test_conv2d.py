@@ -494,6 +494,12 @@ CONFIG_CASES = [
          algo="implicit_gemm_frame", config=LaunchConfig(128, 64, 32, 8, 4, 4)),
     Case(16, 128, 56, 56, 128, 3, 3, stride=2, padding=1, dtype="fp16", layout="nhwc", bias=True,
          activation="relu", algo="implicit_gemm_frame", config=LaunchConfig(64, 128, 64, 8, 4, 6)),
+    # ... an input one pixel wide (or high) at stride 2: a phase without a pixel, which no descriptor
+    # describes, so the implicit GEMM runs it (`verify --algo implicit_gemm_frame` seed 58 drew both).
+    Case(2, 96, 9, 1, 16, 3, 3, stride=2, padding=2, dtype="bf16", layout="nhwc", activation="tanh",
+         algo="implicit_gemm_frame", config=LaunchConfig(64, 128, 32, 8, 4, 8)),
+    Case(4, 96, 1, 31, 24, 1, 7, stride=(2, 1), padding=(1, 0), dilation=3, dtype="bf16", layout="nhwc",
+         bias=True, activation="gelu", algo="implicit_gemm_frame", config=LaunchConfig(64, 128, 32, 8, 4, 8)),
     # grouped_frame (Gluon, Hopper only): grouped_gemm_ws's merged groups (128 bytes of input channels)
     # on the frame kernel, one merged group a tile, its frames the group's channels. 4 channels a
     # group (sixteen merged: 64 channels), a 14-wide output in a 16-column frame and a row tail
@@ -515,6 +521,9 @@ CONFIG_CASES = [
          activation="relu", algo="grouped_frame", config=LaunchConfig(64, 64, 64, 8, 4, 8)),
     Case(4, 256, 28, 28, 256, 3, 3, padding=1, groups=32, dtype="fp16", layout="nhwc", bias=True,
          algo="grouped_frame", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
+    # ... and one pixel wide at stride 2 (the implicit GEMM runs it, its merged groups kept).
+    Case(4, 32, 26, 1, 64, 2, 2, stride=2, padding=2, groups=32, dtype="bf16", layout="nhwc", bias=True,
+         activation="relu", algo="grouped_frame", config=LaunchConfig(128, 64, 32, 8, 4, 8)),
     # gemm_1x1_ws (Gluon, Hopper only: skipped under the interpreter): gemm_1x1's views through a
     # one-warp TMA loader. Stride 1 with M, K and C tails (C = 40 in a 64-channel step: zero fill
     # on both operands), the whole epilogue; strided with merged images (2 rows of 8 columns for

@@ -99,3 +99,24 @@ def test_frame_refuses_more_phases_than_it_stages(monkeypatch):
     assert frame_phase_count(problem) == 9
     reason = implicit_gemm_frame_unsupported_reason(problem)
     assert reason is not None and "phase frames" in reason
+
+
+@pytest.mark.parametrize("channels, groups, sub_groups", [(32, 1, (0, 0)), (64, 2, (4, 8))])
+def test_an_empty_stride_phase_runs_on_the_implicit_gemm(monkeypatch, channels, groups, sub_groups):
+    """An input one pixel wide at stride 2 leaves the odd column phase without a pixel: no tensor
+    descriptor has a size 0, so the frame launcher hands the problem to the implicit GEMM (the GPU's
+    `verify --algo implicit_gemm_frame` / `grouped_frame` drew such inputs, session 57: "shape must
+    be positive"), with its sub-groups (grouped_frame's merged problem: groups of 4 input and 8 output
+    channels merged eight at a time)."""
+    handed = []
+    monkeypatch.setattr(launch, "launch_implicit_gemm", lambda *args, **kwargs: handed.append((args, kwargs)))
+    problem = ConvProblem(2, channels, 9, 1, 64 * groups, 3, 3, stride=(2, 2), padding=(2, 2), groups=groups,
+                          dtype=torch.float16, layout="nhwc")
+    x = torch.randn(problem.input_shape).to(torch.float16).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(problem.weight_shape).to(torch.float16)
+    out = torch.empty(problem.output_shape, dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    config = LaunchConfig(64, problem.k_per_group, 32, 8, 4, 4)
+    assert frame_tiling(problem, config).phases  # the plan itself exists; only a phase's view is empty
+    launch.launch_implicit_gemm_frame(problem, x, w, None, None, out, config, sub_groups=sub_groups)
+    (args, kwargs), = handed
+    assert args[0] is problem and args[-1].num_stages == 3 and kwargs == {"sub_groups": sub_groups}

@@ -685,8 +685,8 @@ def launch_implicit_gemm_frame(
     and its taps' weight tiles by TMA, ``config.num_warps`` MMA warps reading every tap's A
     operand as a view of a frame (``config.num_stages`` weight stages, the frame stages and the
     taps' views of :func:`frame_tiling`). An input or output the copy engine cannot address (a
-    sliced view) runs on the implicit GEMM instead (three stages of the same tile), with the same
-    result.
+    sliced view, or a stride phase with no input pixel: an input one pixel wide at stride 2) runs
+    on the implicit GEMM instead (three stages of the same tile), with the same result.
 
     A grouped problem runs one group a tile (``GROUPED``: ``config.block_n`` must be K/groups, a
     ValueError otherwise), its frames the group's C/groups channels; ``sub_groups`` = (C/g, K/g)
@@ -921,9 +921,10 @@ def resident_unsupported_reason(problem: ConvProblem, config: LaunchConfig, num_
 
 
 def describable(t: torch.Tensor, itemsize: int) -> bool:
-    """Whether the copy engine can address ``t``: 16-byte aligned start, last dimension
-    contiguous, the other strides multiples of 16 bytes."""
-    return (t.data_ptr() % 16 == 0 and t.stride(-1) == 1
+    """Whether the copy engine can address ``t``: no empty dimension (a descriptor's sizes are
+    positive: a stride phase of an input one pixel wide at stride 2 has none), 16-byte aligned
+    start, last dimension contiguous, the other strides multiples of 16 bytes."""
+    return (0 not in t.shape and t.data_ptr() % 16 == 0 and t.stride(-1) == 1
             and all(stride * itemsize % 16 == 0 for stride in t.stride()[:-1]))
 
 
