@@ -215,10 +215,6 @@ def _describe_error(err: BaseException) -> str:
 
 
 # --------------------------------------------------------------------- one problem
-# Devices on which this process has run a candidate (see _first_runs).
-_devices_run: set[torch.device] = set()
-
-
 @dataclass
 class _Candidate:
     algorithm: str
@@ -235,10 +231,8 @@ def _first_runs(
     workers: int,
 ) -> None:
     """Run every candidate once into its own NaN-filled output (compiling it), recording
-    exceptions, in ``workers`` threads. A process's first candidate on a device runs alone,
-    so that Triton's per-device state exists before threads touch it; later problems' run
-    all at once (the heuristics' choice alone first put one compile a problem, the longest
-    part of tuning, on the critical path)."""
+    exceptions. The first runs alone so that Triton's per-device state exists before
+    threads touch it; the rest run in ``workers`` threads."""
 
     def run_one(cand: _Candidate) -> None:
         try:
@@ -253,17 +247,13 @@ def _first_runs(
 
     if not cands:
         return
-    rest = cands
-    if device not in _devices_run:
-        run_one(cands[0])
-        _devices_run.add(device)
-        rest = cands[1:]
-    if workers <= 1 or len(rest) <= 1:
-        for cand in rest:
+    run_one(cands[0])
+    if workers <= 1 or len(cands) == 2:
+        for cand in cands[1:]:
             run_one(cand)
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tileconv-compile") as pool:
-            list(pool.map(run_one, rest))
+            list(pool.map(run_one, cands[1:]))
     if device.type == "cuda":
         try:
             torch.cuda.synchronize(device)
@@ -481,8 +471,8 @@ def tune(
         max_candidates: at most this many (algorithm, config) pairs per problem.
         timer: ``timer(fn) -> milliseconds``; default ``do_bench`` (median) on a GPU, a
             wall-clock median on the CPU.
-        compile_workers: threads that compile candidates (default: one a candidate, at most
-            one a CPU; 1 runs them one after the other; always 1 on the CPU).
+        compile_workers: threads that compile candidates (default: min(8, CPUs); 1 runs
+            them one after the other; always 1 on the CPU).
         progress: show a progress bar (rich) and one line per problem.
         seed: seed of the random inputs.
         store: write winners to the cache (False: measure only).
@@ -497,7 +487,7 @@ def tune(
     if device.type != "cuda":
         workers = 1  # the interpreter is Python: threads would only contend for the GIL
     else:
-        workers = compile_workers if compile_workers is not None else min(max_candidates, os.cpu_count() or 1)
+        workers = compile_workers if compile_workers is not None else min(8, os.cpu_count() or 1)
     limits = DeviceLimits.of(device)
     name = cache.device_name(device)
 
@@ -576,7 +566,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-candidates", type=int, default=DEFAULT_MAX_CANDIDATES,
                         help=f"candidates per problem (default {DEFAULT_MAX_CANDIDATES})")
     parser.add_argument("--compile-workers", type=int, default=None,
-                        help="threads compiling candidates (default: one a candidate, at most one a CPU; 1: one at a time)")
+                        help="threads compiling candidates (default min(8, CPUs); 1: one at a time)")
     parser.add_argument("--device", default=None, help="CUDA device, e.g. cuda:1 (default: the current one)")
     parser.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "dgrad", "wgrad", "bwd"),
                         help="what to tune: the forward (default), the input gradient, the weight gradient, "
