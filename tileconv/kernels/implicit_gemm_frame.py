@@ -165,8 +165,7 @@ def _frame_mma(
         # the redo, which recomputes the sums without it). Bias + ReLU over plain, H200, session 57:
         # grouped_frame c256 hw56/2 1.058x -> 1.009x, ResNet-50 c256 hw28 3x3/2 1.053x -> 1.024x.
         offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
-        if HAS_BIAS:
-            bias = load_bias(bias_ptr, offs_b, offs_b < K, HAS_BIAS)
+        bias = load_bias(bias_ptr, offs_b, offs_b < K, HAS_BIAS)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
         for kb in range(C // BLOCK_K):
             fs = fit % FSTAGES
