@@ -55,7 +55,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-from .common import epilogue_at, load_bias, swizzle_tile
+from .common import apply_activation, load_bias, swizzle_tile
 from .implicit_gemm_ws import _column_halves, any_nonfinite, redo_pixels
 
 
@@ -203,8 +203,7 @@ def _frame_mma(
         # where the select took two instructions an element on the tile's critical path (session
         # 57, after the bias above: grouped_frame c128 hw56/1 1.070x -> 1.033x of plain, ResNet-50
         # c64 hw56 3x3 1.087x -> 1.024x).
-        acc = epilogue_at(acc, bias_ptr, bias_ptr, offs_b, offs_b < K, 0, False, alpha, beta,
-                          ACTIVATION, False, False, FOLD_RELU=True)
+        acc = apply_activation(acc, ACTIVATION, alpha, beta, FOLD_RELU=True)
         out = acc.to(out_desc.dtype)
         if CHUNKS == 1:
             chunks = (out,)
