@@ -469,5 +469,6 @@ def _finish(acc, p, P, out_tile, res_tile, q_ok, bias, stride_op, stride_rp, alp
     out = acc + bias
     if HAS_RESIDUAL:
         out += tl.load(res_tile + p * stride_rp, mask=ok, other=0.0).to(tl.float32)
-    out = apply_activation(out, ACTIVATION, alpha, beta)
+    # ReLU folded into a 16-bit output's conversion (common.apply_activation).
+    out = apply_activation(out, ACTIVATION, alpha, beta, OUT_DTYPE.primitive_bitwidth == 16)
     tl.store(out_tile + p * stride_op, out.to(OUT_DTYPE), mask=ok)

@@ -324,7 +324,8 @@ def conv2d_grouped_halo_kernel(
         if HAS_RESIDUAL:
             res_offs = n * stride_rn + (p * stride_rp + q * stride_rq)[:, None] + (k_out * stride_rk)[None, :]
             acc += gl.load(res_ptr + res_offs, mask=ok, other=0.0).to(gl.float32)
-        acc = apply_activation(acc, ACTIVATION, alpha, beta)
+        # ReLU folded into a 16-bit output's conversion (common.apply_activation).
+        acc = apply_activation(acc, ACTIVATION, alpha, beta, out_ptr.dtype.element_ty.primitive_bitwidth == 16)
         out_offs = n * stride_on + (p * stride_op + q * stride_oq)[:, None] + (k_out * stride_ok)[None, :]
         gl.store(out_ptr + out_offs, acc.to(out_ptr.dtype.element_ty), mask=ok)
         n_item = n_nxt

@@ -217,12 +217,13 @@ def conv2d_implicit_gemm_kernel(
         return
 
     # Epilogue on the fp32 accumulator (the bias is in: the sums started from it, split-K
-    # returned above): + residual, activation, one store.
+    # returned above): + residual, activation, one store. A 16-bit output takes ReLU folded into
+    # its conversion (common.apply_activation).
     store_output_tile(
         acc, out_ptr, bias_ptr, res_ptr, n_idx, p_idx, q_idx, mask_m,
         group * K_PER_GROUP + offs_n, mask_n,
         stride_on, stride_ok, stride_op, stride_oq, stride_rn, stride_rk, stride_rp, stride_rq,
-        alpha, beta, ACTIVATION, False, HAS_RESIDUAL,
+        alpha, beta, ACTIVATION, False, HAS_RESIDUAL, out_ptr.dtype.element_ty.primitive_bitwidth == 16,
     )
 
 
