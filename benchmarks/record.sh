@@ -9,6 +9,9 @@
 #                                        (the heuristics), tune --suite resnet50 (timed), resnet50 tuned, both
 #                                        epilogues against eager, host cost and first call, seed and vae tuned,
 #                                        bf16 tuned, NCHW untuned
+#   bash benchmarks/record.sh issue4-core  issue 4's core rows alone, for a call that cannot hold the whole part: resnet50
+#                                        untuned, tune --suite resnet50 (timed), resnet50 tuned, host cost and first
+#                                        call, seed tuned, bias_relu against eager
 #   bash benchmarks/record.sh issue5     every figure issue 5 asks for: the depthwise and grouped suites
 #                                        untuned, seed003 in fp16 NHWC and strict fp32 NCHW, the fused epilogue's
 #                                        cost on the depthwise, grouped and seed suites (benchmarks/probe_epilogue.py;
@@ -84,6 +87,26 @@ resnet50_seed_tuned() {
         TAILN=3 step "$suite" 60 python -m tileconv bench --suite $suite --json "$R/$suite-float16-nhwc.json" \
             --plot "$R/$suite-float16-nhwc.png"
     done
+    save
+}
+# Issue 4's core rows (about 290 s on an H200), most needed first: resnet50 untuned (the heuristics), tune
+# --suite resnet50 (timed), resnet50 tuned, host cost and first call, seed tuned, bias + ReLU against eager.
+issue4_core() {
+    fresh_cache
+    TAILN=3 step r50-heuristics 75 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc-heuristics.json"
+    save
+    TAILN=3 step tune-r50 90 python -m tileconv tune --suite resnet50
+    save
+    TAILN=3 step r50 60 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc.json" \
+        --plot "$R/resnet50-float16-nhwc.png"
+    save
+    TAILN=8 step host-cost 50 python -m tileconv bench --host-cost --suite resnet50 --json "$R/host.json"
+    TAILN=2 step tune-seed 60 python -m tileconv tune --suite seed
+    save
+    TAILN=4 step seed 45 python -m tileconv bench --suite seed --repeat 5 --json "$R/seed-float16-nhwc.json"
+    save
+    TAILN=3 step epilogue-bias_relu 60 python -m tileconv bench --suite resnet50 --epilogue bias_relu \
+        --json "$R/resnet50-bias_relu.json"
     save
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee -a "$L"
@@ -251,24 +274,15 @@ ws-tf32)
     done
     save
     ;;
+issue4-core)
+    issue4_core
+    ;;
 issue4)
-    fresh_cache
-    TAILN=3 step r50-heuristics 75 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc-heuristics.json"
-    save
-    TAILN=3 step tune-r50 90 python -m tileconv tune --suite resnet50
-    save
-    TAILN=3 step r50 60 python -m tileconv bench --suite resnet50 --json "$R/resnet50-float16-nhwc.json" \
-        --plot "$R/resnet50-float16-nhwc.png"
-    for epilogue in bias_relu bias_add_relu; do
-        TAILN=3 step "epilogue-$epilogue" 60 python -m tileconv bench --suite resnet50 --epilogue $epilogue \
-            --json "$R/resnet50-$epilogue.json"
-    done
-    save
-    TAILN=8 step host-cost 50 python -m tileconv bench --host-cost --suite resnet50 --json "$R/host.json"
-    TAILN=2 step tune-seed 60 python -m tileconv tune --suite seed
+    issue4_core
+    TAILN=3 step epilogue-bias_add_relu 60 python -m tileconv bench --suite resnet50 --epilogue bias_add_relu \
+        --json "$R/resnet50-bias_add_relu.json"
     TAILN=2 step tune-vae 60 python -m tileconv tune --suite vae
     save
-    TAILN=4 step seed 45 python -m tileconv bench --suite seed --repeat 5 --json "$R/seed-float16-nhwc.json"
     TAILN=3 step vae 45 python -m tileconv bench --suite vae --json "$R/vae-float16-nhwc.json"
     save
     TAILN=2 step tune-bf16 75 python -m tileconv tune --suite resnet50 --dtype bfloat16
