@@ -161,12 +161,16 @@ def _frame_mma(
         n = pid_m // tiles_p
         p0 = (pid_m % tiles_p) * TP
         # The bias read before the tile's reduction, its latency behind the wgmmas' (read in the
-        # epilogue, each tile waited for it after its last wgmma); added after the loop (and after
-        # the redo, which recomputes the sums without it). Bias + ReLU over plain, H200, session 57:
-        # grouped_frame c256 hw56/2 1.058x -> 1.009x, ResNet-50 c256 hw28 3x3/2 1.053x -> 1.024x.
+        # epilogue, each tile waited for it after its last wgmma: bias + ReLU over plain, H200,
+        # session 57: grouped_frame c256 hw56/2 1.058x -> 1.009x, ResNet-50 c256 hw28 3x3/2 1.053x
+        # -> 1.024x), and the sums started from it, so that no add is left between the last wgmma
+        # and the stores (added there, its BLOCK_M * BLOCK_N / threads FADDs were the rest of
+        # grouped_frame c128 hw56/1's 1.033x). The redo recomputes the sums without it and adds it.
         offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
         bias = load_bias(bias_ptr, offs_b, offs_b < K, HAS_BIAS)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
+        if HAS_BIAS:
+            acc += bias
         for kb in range(C // BLOCK_K):
             fs = fit % FSTAGES
             mbarrier.wait(f_ready.index(fs), (fit // FSTAGES) & 1)
@@ -196,13 +200,13 @@ def _frame_mma(
                 q = rows % FW
                 acc = redo_pixels(redo, pid_n, n.to(gl.int64), p * redo[5] - redo[7], q * redo[6] - redo[8],
                                   (p < P) & (q < Q), mma_layout, BLOCK_M, BLOCK_N, SUB_C, SUB_K)
+                if HAS_BIAS:
+                    acc += bias
 
-        if HAS_BIAS:
-            acc += bias
         # ReLU as the NaN-propagating max, which ptxas folds into the conversion below (F2FP.RELU)
         # where the select took two instructions an element on the tile's critical path (session
-        # 57, after the bias above: grouped_frame c128 hw56/1 1.070x -> 1.033x of plain, ResNet-50
-        # c64 hw56 3x3 1.087x -> 1.024x).
+        # 57, after the bias read ahead: grouped_frame c128 hw56/1 1.070x -> 1.033x of plain,
+        # ResNet-50 c64 hw56 3x3 1.087x -> 1.024x).
         acc = apply_activation(acc, ACTIVATION, alpha, beta, FOLD_RELU=True)
         out = acc.to(out_desc.dtype)
         if CHUNKS == 1:
