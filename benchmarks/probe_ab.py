@@ -10,6 +10,11 @@ change is about.
 - loader: implicit_gemm_ws's (and grouped_gemm_ws's) loader warps as ``launch.ws_loader_warps``
   says against one warpgroup always (``launch.WS_LOADER_WARPS``). Session 55 measured it with two
   loader warpgroups for every one-warpgroup tile, grouped or dense.
+- sub-blocks: grouped_frame's wgmmas over the block-diagonal weight's diagonal blocks
+  (``launch.frame_sub_blocks``) against one over the whole merged tile.
+
+``--algo NAME`` times that algorithm (its default tile) on every row of the suites it can run,
+whatever the dispatcher would choose, and the dispatcher's choice beside it ("D").
 
 Each variant is timed ``--rounds`` times in turn (A, B, A, B, ...: the machine's drift falls on
 both), each time by ``triton.testing.do_bench`` (L2 cleared before every run, median), and its
@@ -32,12 +37,15 @@ import tileconv
 from tileconv import call_plans
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import select
+from tileconv.dispatch.heuristics import default_config
+from tileconv.kernels import ALGORITHMS
 from tileconv.functional import conv2d_problem
 from tileconv.kernels import launch
 from tileconv.testing import compare, random_inputs, tolerance
 
 parser = argparse.ArgumentParser()
-parser.add_argument("change", choices=("epilogue", "loader"))
+parser.add_argument("change", choices=("epilogue", "loader", "sub-blocks"))
+parser.add_argument("--algo", default=None)
 parser.add_argument("--epilogue", default="none")
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--suites", default=None)
@@ -49,6 +57,7 @@ CHANGES = {  # change: (the launcher's attribute, A, B, the algorithms it is abo
                  ("implicit_gemm_ws", "gemm_1x1_ws"), "seed,resnet50"),
     "loader": ("ws_loader_warps", launch.ws_loader_warps, lambda config, grouped: launch.WS_LOADER_WARPS,
                ("implicit_gemm_ws", "grouped_gemm_ws"), "grouped,resnet50,seed"),
+    "sub-blocks": ("frame_sub_blocks", launch.frame_sub_blocks, lambda *a: 1, ("grouped_frame",), "grouped"),
 }
 attribute, new, old, algorithms, suites = CHANGES[args.change]
 variants = {"A": new, "B": old}
@@ -57,7 +66,12 @@ for suite in (args.suites or suites).split(","):
     for case in get_suite(suite):
         p = case.problem(torch.float16, "nhwc", args.epilogue)
         algo, config = select(p)
-        if algo.name not in algorithms:
+        chosen = (algo, config)
+        if args.algo is not None:
+            if ALGORITHMS[args.algo].unsupported_reason(p) is not None:
+                continue
+            algo, config = ALGORITHMS[args.algo], default_config(p, args.algo)
+        elif algo.name not in algorithms:
             continue
         i = random_inputs(p, "cuda", seed=0)
         ref = p.epilogue.torch_apply(F.conv2d(i.x.float(), i.weight.float(), None, p.stride, p.padding, p.dilation, p.groups),
@@ -71,10 +85,15 @@ for suite in (args.suites or suites).split(","):
             return p.epilogue.torch_apply(F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups), i.bias,
                                           i.residual)
 
-        times = {"cudnn": [], "A": [], "B": []}
+        def dispatched(p=p, i=i):
+            return conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=chosen[0].name, config=chosen[1])
+
+        times = {"cudnn": [], "A": [], "B": []} | ({"D": []} if args.algo is not None else {})
         ok = {}
         for _ in range(args.rounds):
             times["cudnn"].append(do_bench(cudnn, warmup=25, rep=100, return_mode="median") * 1e3)
+            if args.algo is not None:
+                times["D"].append(do_bench(dispatched, warmup=25, rep=100, return_mode="median") * 1e3)
             for name, variant in variants.items():
                 setattr(launch, attribute, variant)
                 call_plans.clear()  # a replay would launch the other variant's recorded kernel
@@ -89,12 +108,15 @@ for suite in (args.suites or suites).split(","):
                    a_over_b=med["B"] / med["A"], cudnn_over_a=med["cudnn"] / med["A"],
                    cudnn_over_b=med["cudnn"] / med["B"])
         rows.append(row)
+        if args.algo is not None:
+            row["dispatch"] = f"{chosen[0].name} {chosen[1]}"
+            print(f"  dispatch: {row['dispatch']} {med['D']:7.1f} us", flush=True)
         print(f"{case.name:30s} {algo.name:16s} {str(config):22s} cudnn {med['cudnn']:7.1f} A {med['A']:7.1f} "
               f"B {med['B']:7.1f} us  A over B x{row['a_over_b']:.3f}  "
               f"vs cudnn A x{row['cudnn_over_a']:.3f} B x{row['cudnn_over_b']:.3f}  ok {ok}", flush=True)
 print(f"{args.change}: geomean A over B x{statistics.geometric_mean([r['a_over_b'] for r in rows]):.3f} over "
       f"{len(rows)} rows; vs cudnn A x{statistics.geometric_mean([r['cudnn_over_a'] for r in rows]):.3f}, "
       f"B x{statistics.geometric_mean([r['cudnn_over_b'] for r in rows]):.3f}", flush=True)
-with open(os.path.join(os.environ.get("OUT", "/tmp"), f"probe_ab_{args.change}_{args.epilogue}.json"), "w") as f:
+with open(os.path.join(os.environ.get("OUT", "/tmp"), f"probe_ab_{args.change}_{args.epilogue}{'_' + args.algo if args.algo else ''}.json"), "w") as f:
     json.dump(dict(device=torch.cuda.get_device_name(), change=args.change, epilogue=args.epilogue, rows=rows), f,
               indent=1)

@@ -1102,10 +1102,14 @@ def test_nan_and_inf_propagate(case: Case, device: str, seed: int):
 @pytest.mark.skipif(_other_machine("grouped_frame") is not None, reason="grouped_frame runs on a Hopper GPU only")
 @pytest.mark.parametrize("case", [
     # 4 channels a group, sixteen merged; 8 a group at stride 2 (the phase frames), eight merged
+    # (both multiplied as 16-channel diagonal blocks of several groups: the redo); 16 a group, four
+    # merged, each diagonal block one group (no merged zeros multiplied, no redo)
     Case(2, 64, 9, 14, 64, 3, 3, padding=1, groups=16, dtype="fp16", layout="nhwc", bias=True, activation="relu",
          algo="grouped_frame", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
     Case(2, 128, 13, 15, 128, 3, 3, stride=2, padding=1, groups=16, dtype="bf16", layout="nhwc", activation="silu",
          algo="grouped_frame", config=LaunchConfig(64, 64, 64, 8, 4, 8)),
+    Case(2, 64, 9, 14, 64, 3, 3, padding=1, groups=4, dtype="fp16", layout="nhwc", bias=True, activation="relu",
+         algo="grouped_frame", config=LaunchConfig(128, 64, 64, 8, 4, 8)),
 ], ids=lambda case: case.id)
 def test_grouped_frame_redoes_nonfinite_tiles(case: Case, device: str, seed: int):
     """A NaN or an infinity in grouped_frame's input times the block-diagonal weight's zeros would

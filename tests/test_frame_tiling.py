@@ -120,3 +120,38 @@ def test_an_empty_stride_phase_runs_on_the_implicit_gemm(monkeypatch, channels, 
     launch.launch_implicit_gemm_frame(problem, x, w, None, None, out, config, sub_groups=sub_groups)
     (args, kwargs), = handed
     assert args[0] is problem and args[-1].num_stages == 3 and kwargs == {"sub_groups": sub_groups}
+
+
+@pytest.mark.parametrize("c, k, groups, block_k, subs", [
+    (128, 128, 32, 64, 4),   # ResNeXt c128: 4 channels a group, 16 merged; 4 groups a 16-channel block
+    (256, 256, 32, 64, 4),   # 8 a group: 2 groups a block
+    (512, 512, 32, 64, 4),   # 16 a group: each block one group, no merged zeros multiplied
+    (64, 128, 4, 64, 4),     # a channel multiplier: 16 in, 32 out a group (blocks 16 x 32)
+    (32, 64, 4, 32, 2),      # 8 in, 16 out a group, 32 merged channels: two blocks of 16 x 32
+    (128, 128, 32, 32, 1),   # 32-channel steps through a 64-channel merged group: the whole tile
+    (48, 48, 4, 48, 1),      # 12 channels a group: no whole number of groups fills 16 channels
+])
+def test_frame_sub_blocks_hold_every_nonzero_of_the_merged_weight(monkeypatch, c, k, groups, block_k, subs):
+    """grouped_frame multiplies a merged tile's block-diagonal weight as ``frame_sub_blocks``
+    diagonal blocks (block j: the tile's output rows j*NS.., input channels j*KS..), so every
+    nonzero weight of the merged group must fall in its output's block: the blocks' products are
+    then the whole tile's. Checked on the merged weight the launcher builds, every tap."""
+    from tileconv.kernels.launch import _ws_merge, frame_sub_blocks
+
+    monkeypatch.setattr(launch, "_ws_machine_reason", lambda problem: None)  # answer as on a Hopper GPU
+    problem = ConvProblem(2, c, 14, 14, k, 3, 3, padding=(1, 1), groups=groups, dtype=torch.float16, layout="nhwc")
+    w = torch.randn(problem.weight_shape).to(torch.float16) + 3.0  # no zero of its own
+    merged, merged_w, sub_groups = _ws_merge(problem, w)
+    config = LaunchConfig(128, merged.k_per_group, block_k, 8, 4, 4)
+    assert frame_sub_blocks(merged, config, sub_groups) == subs
+    if subs == 1:
+        return
+    ks, ns = block_k // subs, merged.k_per_group // subs
+    assert ks >= 16 and ns % 8 == 0  # a 16-bit wgmma's narrowest K, its N a multiple of 8
+    for g in range(merged.groups):
+        tile = merged_w[g * merged.k_per_group:(g + 1) * merged.k_per_group].float()  # (BLOCK_N, C_merged, R, S)
+        inside = torch.zeros_like(tile, dtype=torch.bool)
+        for j in range(subs):
+            inside[j * ns:(j + 1) * ns, j * ks:(j + 1) * ks] = True
+        assert not tile[~inside].any(), (g, "a weight outside its diagonal block")
+        assert int(tile[inside].ne(0).sum()) == merged.k_per_group * problem.c_per_group * 9  # each output's own group

@@ -78,6 +78,57 @@ def _phase_boxes(x_desc, frames, first, bar, n, row, col, c0, ROWS: gl.constexpr
 
 
 @gluon.jit
+def _tap_product(view, b, acc, SUBS: gl.constexpr):
+    """One tap's products added to ``acc`` (asynchronous wgmma, the tap's before it waited for):
+    A the frame ``view`` [BLOCK_M, BLOCK_K], B the weight tile ``b`` [BLOCK_N, BLOCK_K]. With
+    ``SUBS`` > 1 (merged groups) ``acc`` is a tuple of SUBS [BLOCK_M, BLOCK_N / SUBS] sums and
+    only the block-diagonal weight's SUBS diagonal blocks are multiplied, block j by channels j*KS
+    .. of the view: SUBS-fold less tensor-core work, the same shared-memory reads of A."""
+    if SUBS == 1:
+        acc = warpgroup_mma(view, b.permute((1, 0)), acc, is_async=True)
+        return warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+    else:
+        KS: gl.constexpr = view.type.shape[1] // SUBS
+        NS: gl.constexpr = b.type.shape[0] // SUBS
+        for j in gl.static_range(SUBS):
+            block = b.slice(j * NS, NS, dim=0).slice(j * KS, KS, dim=1)
+            product = warpgroup_mma(view.slice(j * KS, KS, dim=1), block.permute((1, 0)), acc[j], is_async=True)
+            acc = acc[:j] + (product,) + acc[j + 1:]
+        return warpgroup_mma_wait(num_outstanding=SUBS, deps=acc)
+
+
+@gluon.jit
+def _beside(left, right):
+    """[rows, 2 * columns] from two [rows, columns] tiles (the inverse of ``_column_halves``)."""
+    ROWS: gl.constexpr = left.shape[0]
+    COLS: gl.constexpr = left.shape[1]
+    return gl.reshape(gl.permute(gl.join(left, right), (0, 2, 1)), [ROWS, 2 * COLS])
+
+
+@gluon.jit
+def _column_blocks(x, PARTS: gl.constexpr, layout: gl.constexpr):
+    """``x``'s PARTS (2 or 4) column blocks, left to right, each in ``layout``."""
+    gl.static_assert(PARTS == 2 or PARTS == 4, "two or four column blocks")
+    left, right = _column_halves(x)
+    if PARTS == 2:
+        return (gl.convert_layout(left, layout), gl.convert_layout(right, layout))
+    else:
+        a, b = _column_halves(left)
+        c, d = _column_halves(right)
+        return (gl.convert_layout(a, layout), gl.convert_layout(b, layout),
+                gl.convert_layout(c, layout), gl.convert_layout(d, layout))
+
+
+@gluon.jit
+def _columns_joined(parts, layout: gl.constexpr):
+    """The tile whose column blocks are ``parts`` (2 or 4, left to right), in ``layout``."""
+    if len(parts) == 2:
+        return gl.convert_layout(_beside(parts[0], parts[1]), layout)
+    else:
+        return gl.convert_layout(_beside(_beside(parts[0], parts[1]), _beside(parts[2], parts[3])), layout)
+
+
+@gluon.jit
 def _frame_loader(
     x_desc0, x_desc1, x_desc2, x_desc3, w_desc, frames, b_bufs, f_ready, f_empty, b_ready, b_empty,
     num_m, num_n, tiles_p, C,
@@ -138,6 +189,7 @@ def _frame_mma(
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
     NUM_WARPS: gl.constexpr,
     redo, P, Q, SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # merged groups (SUB_K > 0): the non-finite redo
+    SUBS: gl.constexpr,  # wgmmas a tap: the block-diagonal tile's diagonal blocks (1: the whole tile)
 ):
     """Each tile: for each channel block, its frames and the R*S tap products (wgmma, A a view of
     the stage from the tap's row ``TAP_ROWS[t]``, one in flight), then the epilogue and the TMA
@@ -153,6 +205,11 @@ def _frame_mma(
     a_layout: gl.constexpr = frames.type.layout
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
                                                         instr_shape=[16, BLOCK_N, 16])
+    sub_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[NUM_WARPS, 1],
+                                                        instr_shape=[16, BLOCK_N // SUBS, 16])
+    # The merged groups' zeros enter the products (and with them an infinity's NaN) only where a
+    # sub-block holds more than one group.
+    REDO: gl.constexpr = SUB_K > 0 and BLOCK_K // SUBS > SUB_C
     fit = 0
     bit = 0
     stored = 0  # chunks stored so far: the two epilogue buffers alternate over them
@@ -171,6 +228,8 @@ def _frame_mma(
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
         if HAS_BIAS:
             acc += bias
+        if SUBS > 1:
+            acc = _column_blocks(acc, SUBS, sub_layout)
         for kb in range(C // BLOCK_K):
             fs = fit % FSTAGES
             mbarrier.wait(f_ready.index(fs), (fit // FSTAGES) & 1)
@@ -178,8 +237,7 @@ def _frame_mma(
                 bs = bit % BSTAGES
                 mbarrier.wait(b_ready.index(bs), (bit // BSTAGES) & 1)
                 view = frames.index(fs * FROWS + TAP_ROWS[t])._reinterpret(dtype, [BLOCK_M, BLOCK_K], a_layout)
-                acc = warpgroup_mma(view, b_bufs.index(bs).permute((1, 0)), acc, is_async=True)
-                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                acc = _tap_product(view, b_bufs.index(bs), acc, SUBS)
                 # The wgmma before this one has finished: its weight stage is free, and its
                 # frame too where it was the frame's last tap (this is a frame's first).
                 if t == 0:
@@ -189,10 +247,13 @@ def _frame_mma(
                     mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
                 bit += 1
             fit += 1
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        if SUBS == 1:
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        else:
+            acc = _columns_joined(warpgroup_mma_wait(num_outstanding=0, deps=acc), mma_layout)
         mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
         mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES))
-        if SUB_K > 0:
+        if REDO:
             if any_nonfinite(acc):
                 # Row m = i*FW + q of the tile is output (p0 + i, q) of image n (q >= Q: none).
                 rows = gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, mma_layout)).to(gl.int64)
@@ -247,6 +308,7 @@ def conv2d_frame_kernel(
     FSTAGES: gl.constexpr, BSTAGES: gl.constexpr, NUM_WARPS: gl.constexpr, LOADER_REGS: gl.constexpr,
     GROUPED: gl.constexpr,  # groups > 1: N tile g is group g (BLOCK_N = K/groups), its frames group g's C channels
     SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # 0, or the channels of the groups merged into each group
+    SUBS: gl.constexpr,  # wgmmas a tap (merged groups, :func:`.launch.frame_sub_blocks`; 1: one over the whole tile)
 ):
     dtype: gl.constexpr = w_desc.dtype
     a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=dtype.primitive_bitwidth,
@@ -273,7 +335,7 @@ def conv2d_frame_kernel(
         (_frame_mma, (frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
                       num_m, num_n, tiles_p, C, K, alpha, beta, ACTIVATION, HAS_BIAS,
                       TP, FW, FROWS, TAP_ROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS,
-                      redo, P, Q, SUB_C, SUB_K)),
+                      redo, P, Q, SUB_C, SUB_K, SUBS)),
         (_frame_loader, (x_desc0, x_desc1, x_desc2, x_desc3, w_desc, frames, b_bufs, f_ready, f_empty, b_ready,
                          b_empty, num_m, num_n, tiles_p, C, TP, FW, FROWS, PHASE_ROW, PHASE_COL,
                          PHASE_ROWS, PHASE_BASE, len(TAP_ROWS), BLOCK_N, BLOCK_K, GROUP_M, GROUPED)),

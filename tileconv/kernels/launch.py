@@ -732,7 +732,29 @@ def launch_implicit_gemm_frame(
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   FSTAGES=tiling.fstages, BSTAGES=config.num_stages, NUM_WARPS=config.num_warps,
                   LOADER_REGS=WS_TMA_LOADER_REGS, GROUPED=grouped, SUB_C=sub_groups[0], SUB_K=sub_groups[1],
+                  SUBS=frame_sub_blocks(problem, config, sub_groups),
                   num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
+
+
+# The narrowest 16-bit wgmma reduces over 16 channels (its K): a merged groups' sub-block is at least that wide.
+FRAME_SUB_BLOCK_CHANNELS = 16
+
+
+def frame_sub_blocks(problem: ConvProblem, config: LaunchConfig, sub_groups: tuple[int, int]) -> int:
+    """How many wgmmas grouped_frame's tile issues a tap: with groups merged (``sub_groups`` =
+    their (C/g, K/g); ``problem`` the merged problem) and one channel block a tile, the
+    block-diagonal weight tile is multiplied as its diagonal blocks of max(16, C/g) input
+    channels each (the fewest whole groups one wgmma reduces over), not as a whole: 4-channel
+    groups merged 16 to a 64-channel tile issue a quarter of the whole tile's tensor-core work (a
+    sixteenth is useful), 16-channel groups only the useful work. 1 (the whole tile) where nothing
+    is merged, the tile steps through the channels in more than one block, or one block is all."""
+    sub_c, sub_k = sub_groups
+    if sub_k == 0 or config.block_k != problem.c_per_group:
+        return 1
+    width = max(FRAME_SUB_BLOCK_CHANNELS, sub_c)
+    if width % sub_c or config.block_k % width or (width * sub_k // sub_c) % 8:
+        return 1
+    return config.block_k // width
 
 
 def _ws_weight_matrix(problem: ConvProblem, weight: torch.Tensor) -> torch.Tensor:
