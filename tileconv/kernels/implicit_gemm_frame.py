@@ -78,23 +78,24 @@ def _phase_boxes(x_desc, frames, first, bar, n, row, col, c0, ROWS: gl.constexpr
 
 
 @gluon.jit
-def _tap_product(view, b, acc, SUBS: gl.constexpr):
-    """One tap's products added to ``acc`` (asynchronous wgmma, the tap's before it waited for):
+def _tap_product(view, b, acc, SUBS: gl.constexpr, LAG: gl.constexpr):
+    """One tap's products added to ``acc`` (asynchronous wgmma; the taps LAG and more before it waited for):
     A the frame ``view`` [BLOCK_M, BLOCK_K], B the weight tile ``b`` [BLOCK_N, BLOCK_K]. With
-    ``SUBS`` > 1 (merged groups) ``acc`` is a tuple of SUBS [BLOCK_M, BLOCK_N / SUBS] sums and
-    only the block-diagonal weight's SUBS diagonal blocks are multiplied, block j by channels j*KS
-    .. of the view: SUBS-fold less tensor-core work, the same shared-memory reads of A."""
+    ``SUBS`` > 1 (merged groups) ``acc`` is a tuple of SUBS [BLOCK_M, BLOCK_N / SUBS] sums, ``b``
+    the block-diagonal weight's SUBS diagonal blocks side by side down its rows ([BLOCK_N, KS]:
+    :func:`.weights.diagonal_blocks_weight`), and block j multiplies channels j*KS .. of the view:
+    SUBS-fold less tensor-core work and weight bytes, the same shared-memory reads of A."""
     if SUBS == 1:
         acc = warpgroup_mma(view, b.permute((1, 0)), acc, is_async=True)
-        return warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+        return warpgroup_mma_wait(num_outstanding=LAG, deps=(acc,))
     else:
-        KS: gl.constexpr = view.type.shape[1] // SUBS
+        KS: gl.constexpr = b.type.shape[1]
         NS: gl.constexpr = b.type.shape[0] // SUBS
         for j in gl.static_range(SUBS):
-            block = b.slice(j * NS, NS, dim=0).slice(j * KS, KS, dim=1)
+            block = b.slice(j * NS, NS, dim=0)
             product = warpgroup_mma(view.slice(j * KS, KS, dim=1), block.permute((1, 0)), acc[j], is_async=True)
             acc = acc[:j] + (product,) + acc[j + 1:]
-        return warpgroup_mma_wait(num_outstanding=SUBS, deps=acc)
+        return warpgroup_mma_wait(num_outstanding=LAG * SUBS, deps=acc)
 
 
 @gluon.jit
@@ -144,6 +145,7 @@ def _frame_loader(
     BSTAGES: gl.constexpr = b_ready.type.shape[0]
     PHASES: gl.constexpr = len(PHASE_ROW)
     f_bytes: gl.constexpr = _total(PHASE_ROWS) * FW * BLOCK_K * x_desc0.dtype.primitive_bitwidth // 8
+    WK: gl.constexpr = w_desc.block_type.shape[1]  # a weight tile's columns: BLOCK_K, or one diagonal block's
     fit = 0
     bit = 0
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
@@ -176,7 +178,8 @@ def _frame_loader(
                 mbarrier.wait(b_empty.index(bs), ((bit // BSTAGES) & 1) ^ 1)
                 bbar = b_ready.index(bs)
                 mbarrier.expect(bbar, w_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, t * C + c0], bbar, b_bufs.index(bs))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BLOCK_N, t * C + c0 if WK == BLOCK_K else t * WK],
+                                                bbar, b_bufs.index(bs))
                 bit += 1
 
 
@@ -210,6 +213,9 @@ def _frame_mma(
     # The merged groups' zeros enter the products (and with them an infinity's NaN) only where a
     # sub-block holds more than one group.
     REDO: gl.constexpr = SUB_K > 0 and BLOCK_K // SUBS > SUB_C
+    # Taps in flight: a diagonal block's wgmma is short (64x16x16 for ResNeXt's thin groups), so
+    # two taps' are kept going where a tap has SUBS > 1 of them (a tile of a filter wider than one tap).
+    LAG: gl.constexpr = 2 if SUBS > 1 and len(TAP_ROWS) > 1 else 1
     fit = 0
     bit = 0
     stored = 0  # chunks stored so far: the two epilogue buffers alternate over them
@@ -237,21 +243,23 @@ def _frame_mma(
                 bs = bit % BSTAGES
                 mbarrier.wait(b_ready.index(bs), (bit // BSTAGES) & 1)
                 view = frames.index(fs * FROWS + TAP_ROWS[t])._reinterpret(dtype, [BLOCK_M, BLOCK_K], a_layout)
-                acc = _tap_product(view, b_bufs.index(bs), acc, SUBS)
-                # The wgmma before this one has finished: its weight stage is free, and its
-                # frame too where it was the frame's last tap (this is a frame's first).
-                if t == 0:
-                    mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES), pred=kb > 0)
-                    mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES), pred=kb > 0)
+                acc = _tap_product(view, b_bufs.index(bs), acc, SUBS, LAG)
+                # The tap LAG before this one has finished: its weight stage is free, and its
+                # frame too where it was the frame's last tap (this is one of a frame's first LAG).
+                if t < LAG:
+                    mbarrier.arrive(b_empty.index((bit + BSTAGES - LAG) % BSTAGES), pred=kb > 0)
+                    if t == LAG - 1:
+                        mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES), pred=kb > 0)
                 else:
-                    mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
+                    mbarrier.arrive(b_empty.index((bit + BSTAGES - LAG) % BSTAGES))
                 bit += 1
             fit += 1
         if SUBS == 1:
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         else:
             acc = _columns_joined(warpgroup_mma_wait(num_outstanding=0, deps=acc), mma_layout)
-        mbarrier.arrive(b_empty.index((bit + BSTAGES - 1) % BSTAGES))
+        for i in gl.static_range(LAG):
+            mbarrier.arrive(b_empty.index((bit + BSTAGES - 1 - i) % BSTAGES))
         mbarrier.arrive(f_empty.index((fit + FSTAGES - 1) % FSTAGES))
         if REDO:
             if any_nonfinite(acc):
@@ -314,7 +322,7 @@ def conv2d_frame_kernel(
     a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=dtype.primitive_bitwidth,
                                                   rank=2)
     frames = gl.allocate_shared_memory(dtype, [FSTAGES * FROWS, 1, BLOCK_K], a_layout)
-    b_bufs = gl.allocate_shared_memory(dtype, [BSTAGES, BLOCK_N, BLOCK_K], w_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [BSTAGES, BLOCK_N, w_desc.block_type.shape[1]], w_desc.layout)
     EPI_N: gl.constexpr = out_desc.block_type.shape[3]
     epi_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=EPI_N * dtype.primitive_bitwidth // 8,
                                                     element_bitwidth=dtype.primitive_bitwidth, rank=2)

@@ -57,6 +57,7 @@ from .weights import (
     channel_minor_weight,
     channels_last_weight,
     dense_toeplitz_weight,
+    diagonal_blocks_weight,
     grouped_tap_weight,
     padded_channel_minor_weight,
     plane_weight,
@@ -703,8 +704,13 @@ def launch_implicit_gemm_frame(
     u, v = problem.stride
     phase_views = [x4[:, phase.a::u, phase.b::v] for phase in tiling.phases]
     w2d = _ws_weight_matrix(problem, weight)
+    subs = frame_sub_blocks(problem, config, sub_groups)
+    # The weight tiles the loader copies: the merged groups' diagonal blocks only, where the
+    # tile multiplies those (w2d stays the redo's).
+    w_tiles = w2d if subs == 1 else diagonal_blocks_weight(weight, subs, config.block_n)
     if not (all(describable(view, problem.itemsize) for view in phase_views)
-            and describable(out4, problem.itemsize) and out4.is_contiguous() and describable(w2d, problem.itemsize)):
+            and describable(out4, problem.itemsize) and out4.is_contiguous() and describable(w2d, problem.itemsize)
+            and describable(w_tiles, problem.itemsize)):
         return launch_implicit_gemm(problem, x, weight, bias, residual, out, replace(config, num_stages=3),
                                     sub_groups=sub_groups)
     swizzle = config.block_k * problem.itemsize
@@ -712,7 +718,7 @@ def launch_implicit_gemm_frame(
     x_descs = [GluonTensorDescriptor.from_tensor(view, [1, phase.piece, tiling.fw, config.block_k], x_layout)
                for view, phase in zip(phase_views, tiling.phases, strict=True)]
     x_descs += x_descs[:1] * (FRAME_MAX_PHASES - len(x_descs))  # (stand-ins the kernel never reads)
-    w_desc = _gluon_descriptor(w2d, [config.block_n, config.block_k], problem)
+    w_desc = _gluon_descriptor(w_tiles, [config.block_n, config.block_k // subs], problem)
     out_desc = GluonTensorDescriptor.from_tensor(out4, [1, tiling.tp, tiling.fw, FRAME_EPI_N],
                                                  gl.NVMMASharedLayout(FRAME_EPI_N * problem.itemsize, 16, rank=4))
     tiles_p = cdiv(problem.out_h, tiling.tp)
@@ -732,7 +738,7 @@ def launch_implicit_gemm_frame(
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   FSTAGES=tiling.fstages, BSTAGES=config.num_stages, NUM_WARPS=config.num_warps,
                   LOADER_REGS=WS_TMA_LOADER_REGS, GROUPED=grouped, SUB_C=sub_groups[0], SUB_K=sub_groups[1],
-                  SUBS=frame_sub_blocks(problem, config, sub_groups),
+                  SUBS=subs,
                   num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
 
 

@@ -108,6 +108,24 @@ def block_diagonal_weight(weight: torch.Tensor, groups: int, pack: int) -> torch
                    lambda w: _block_diagonal(w, groups, pack).contiguous(memory_format=torch.channels_last))
 
 
+def diagonal_blocks_weight(merged: torch.Tensor, subs: int, block_n: int) -> torch.Tensor:
+    """grouped_frame's weight where it multiplies each merged group's block-diagonal weight as
+    ``subs`` diagonal blocks (:func:`tileconv.kernels.launch.frame_sub_blocks`): from ``merged``
+    (:func:`block_diagonal_weight`, (K, CM, R, S), merged groups of ``block_n`` outputs), the
+    (K, R*S*CM/subs) matrix whose row k holds, tap by tap ((r, s) order), only the CM/subs input
+    channels of its own block (block (k mod block_n) // (block_n/subs)): a quarter of the bytes
+    a tap where four blocks make the merged group."""
+
+    def build(w: torch.Tensor) -> torch.Tensor:
+        k, cm, r, s = w.shape
+        rows = torch.arange(k, device=w.device)
+        block = (rows % block_n) // (block_n // subs)
+        taps = w.permute(0, 2, 3, 1).reshape(k, r * s, subs, cm // subs)
+        return taps[rows, :, block, :].reshape(k, r * s * (cm // subs)).contiguous()
+
+    return _cached(merged, f"diagonal_blocks/{subs}/{block_n}", build)
+
+
 def grouped_tap_weight(weight: torch.Tensor, groups: int, pack: int) -> torch.Tensor:
     """:func:`block_diagonal_weight` laid out for :mod:`tileconv.kernels.grouped_halo`: the
     (G/pack, R, S, C/g * pack, K/g * pack) contiguous tensor whose [j, r, s] matrix is merged
