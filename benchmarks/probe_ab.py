@@ -93,6 +93,7 @@ for suite in (args.suites or suites).split(","):
         for _ in range(args.rounds):
             times["cudnn"].append(do_bench(cudnn, warmup=25, rep=100, return_mode="median") * 1e3)
             if args.algo is not None:
+                call_plans.clear()  # (a plan recorded under variant B would replay B's kernel)
                 times["D"].append(do_bench(dispatched, warmup=25, rep=100, return_mode="median") * 1e3)
             for name, variant in variants.items():
                 setattr(launch, attribute, variant)

@@ -285,7 +285,8 @@ def test_a_misaligned_view_gets_its_own_plan(seed: int):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algo", ["gemm_1x1", "gemm_1x1_strided", "gemm_1x1_ws", "split_k", "tma_rows", "frame"])
+@pytest.mark.parametrize("algo", ["gemm_1x1", "gemm_1x1_strided", "gemm_1x1_ws", "split_k", "tma_rows", "frame",
+                                  "grouped_frame"])
 def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str):
     """gemm_1x1 reads its operands through TMA descriptors, which a replay describes again
     over each call's tensors (strided: 4D views of the input's strided view and of the output,
@@ -293,24 +294,29 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
     in a scratch tensor, which a replay allocates afresh (two launches per call). tma_rows
     (persistent) has three descriptors: a 4D view of the input, a 3D view of the derived
     weight, the output. implicit_gemm_frame at stride 2: four descriptors over the input's
-    phases, three of them starting inside it."""
+    phases, three of them starting inside it. grouped_frame (4-channel groups): a descriptor
+    over the merged weight's diagonal blocks, a weight derived from a derived weight, and the
+    redo's pointer to the merged weight."""
     from tileconv import dispatch
     from tileconv.kernels import ALGORITHMS, LaunchConfig
 
-    if algo in ("gemm_1x1_ws", "frame") and torch.cuda.get_device_capability()[0] != 9:
+    if algo in ("gemm_1x1_ws", "frame", "grouped_frame") and torch.cuda.get_device_capability()[0] != 9:
         pytest.skip(f"{algo} is a Gluon kernel for Hopper (sm_90)")
     monkeypatch.setattr(dispatch, "_selected", {})
     monkeypatch.setattr(call_plans, "_plans", {})
     original = dispatch.select
 
-    r = 3 if algo in ("tma_rows", "frame") else 1
-    stride = 1 if algo in ("gemm_1x1", "split_k", "tma_rows") else 2
+    r = 3 if algo in ("tma_rows", "frame", "grouped_frame") else 1
+    stride = 1 if algo in ("gemm_1x1", "split_k", "tma_rows", "grouped_frame") else 2
+    groups, k = (16, 64) if algo == "grouped_frame" else (1, 96)
 
     def tma(problem, algo_=algo, device=None):
         if algo == "tma_rows" and (problem.r, problem.s) == (3, 3):
             return ALGORITHMS["tma_rows"], LaunchConfig(64, 64, 64, 8, 4, 3, persistent=1)
         if algo == "frame" and (problem.r, problem.s) == (3, 3):
             return ALGORITHMS["implicit_gemm_frame"], LaunchConfig(64, 64, 64, 8, 4, 4)
+        if algo == "grouped_frame":
+            return ALGORITHMS["grouped_frame"], LaunchConfig(64, 64, 64, 8, 4, 4)
         if (problem.r, problem.s) == (1, 1):
             if algo == "gemm_1x1":
                 return ALGORITHMS["gemm_1x1"], LaunchConfig(128, 128, 64, 8, 4, 3)
@@ -323,16 +329,17 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
 
     monkeypatch.setattr(dispatch, "select", tma)
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    weight = torch.randn(96, 64, r, r, generator=gen, device="cuda", dtype=torch.float16) / (8 * r)
-    bias = torch.randn(96, generator=gen, device="cuda", dtype=torch.float16)
+    weight = torch.randn(k, 64 // groups, r, r, generator=gen, device="cuda", dtype=torch.float16) / (8 * r)
+    bias = torch.randn(k, generator=gen, device="cuda", dtype=torch.float16)
     for call in range(3):
         x = torch.randn(4, 64, 20, 20, generator=gen, device="cuda", dtype=torch.float16)
         x = x.contiguous(memory_format=torch.channels_last)
-        torch.full((4, 96, 20, 20), float("nan"), device="cuda", dtype=torch.float16)
+        torch.full((4, k, 20, 20), float("nan"), device="cuda", dtype=torch.float16)
+        options = dict(stride=stride, padding=r // 2, groups=groups, activation="relu")
         with torch.no_grad():
-            out = tileconv.conv2d(x, weight, bias, stride=stride, padding=r // 2, activation="relu")
-        ref = tileconv.conv2d_reference(x, weight, bias, stride=stride, padding=r // 2, activation="relu")
-        problem = tileconv.problem_from_arguments(x, weight, bias, stride=stride, padding=r // 2, activation="relu")
+            out = tileconv.conv2d(x, weight, bias, **options)
+        ref = tileconv.conv2d_reference(x, weight, bias, **options)
+        problem = tileconv.problem_from_arguments(x, weight, bias, **options)
         assert_conv_close(out, ref, tolerance(problem), context=f"call {call}")
     assert call_plans.stats()["plans"] == 1 and call_plans.stats()["replays"] >= 2
 
@@ -426,7 +433,8 @@ def _aten_ops(call) -> set[str]:
                                              ("im2row", 1, 32), ("im2row_ws", 1, 32), ("staged_nhwc", 1, 32), ("gemm_1x1_nchw", 1, 32),
                                              ("tma_rows", 1, 32), ("dense_toeplitz", 1, 32), ("depthwise_rows", 32, 32),
                                              ("depthwise_plane", 32, 32), ("depthwise_halo", 32, 32),
-                                             ("depthwise_window", 32, 32), ("direct_rows", 1, 8)])
+                                             ("depthwise_window", 32, 32), ("direct_rows", 1, 8),
+                                             ("grouped_frame", 16, 64)])
 def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, groups: int, k: int, monkeypatch):
     """A replay re-runs allocations, weight derivations and Triton launches only. So once
     the weight's derived copies exist, a forward call may do nothing else in PyTorch: an
@@ -435,8 +443,11 @@ def test_forward_launchers_do_no_torch_compute_a_replay_would_skip(algo: str, gr
     from tileconv.functional import conv2d_problem
     from tileconv.kernels import LaunchConfig
 
+    if algo == "grouped_frame" and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("grouped_frame is a Gluon kernel for Hopper (sm_90)")
     r = 1 if algo.startswith("gemm_1x1") else 5 if algo == "depthwise_plane" else 3
     c = 3 if algo in ("im2row", "im2row_ws", "dense_toeplitz", "direct_rows") else 32  # few channels: im2row unrolls 3 x 3 into 16
+    c = 64 if algo == "grouped_frame" else c  # 4-channel groups merged into 64 channels, a 64-wide tile
     size = 7 if algo == "depthwise_plane" else 10  # depthwise_plane maps planes of at most 64 pixels
     dtype = torch.float32 if algo == "direct_rows" else torch.float16  # direct_rows is the float32 kernel
     x = torch.randn(2, c, size, size, device="cuda", dtype=dtype)

@@ -193,6 +193,7 @@ def _frame_mma(
     NUM_WARPS: gl.constexpr,
     redo, P, Q, SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # merged groups (SUB_K > 0): the non-finite redo
     SUBS: gl.constexpr,  # wgmmas a tap: the block-diagonal tile's diagonal blocks (1: the whole tile)
+    SUB_LAG: gl.constexpr,  # taps in flight where SUBS > 1
 ):
     """Each tile: for each channel block, its frames and the R*S tap products (wgmma, A a view of
     the stage from the tap's row ``TAP_ROWS[t]``, one in flight), then the epilogue and the TMA
@@ -214,8 +215,8 @@ def _frame_mma(
     # sub-block holds more than one group.
     REDO: gl.constexpr = SUB_K > 0 and BLOCK_K // SUBS > SUB_C
     # Taps in flight: a diagonal block's wgmma is short (64x16x16 for ResNeXt's thin groups), so
-    # two taps' are kept going where a tap has SUBS > 1 of them (a tile of a filter wider than one tap).
-    LAG: gl.constexpr = 2 if SUBS > 1 and len(TAP_ROWS) > 1 else 1
+    # SUB_LAG taps' are kept going where a tap has SUBS > 1 of them (and the filter more taps).
+    LAG: gl.constexpr = SUB_LAG if SUBS > 1 and len(TAP_ROWS) >= SUB_LAG else 1
     fit = 0
     bit = 0
     stored = 0  # chunks stored so far: the two epilogue buffers alternate over them
@@ -317,6 +318,7 @@ def conv2d_frame_kernel(
     GROUPED: gl.constexpr,  # groups > 1: N tile g is group g (BLOCK_N = K/groups), its frames group g's C channels
     SUB_C: gl.constexpr, SUB_K: gl.constexpr,  # 0, or the channels of the groups merged into each group
     SUBS: gl.constexpr,  # wgmmas a tap (merged groups, :func:`.launch.frame_sub_blocks`; 1: one over the whole tile)
+    SUB_LAG: gl.constexpr,  # taps whose wgmmas are in flight where SUBS > 1
 ):
     dtype: gl.constexpr = w_desc.dtype
     a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=SWIZZLE, element_bitwidth=dtype.primitive_bitwidth,
@@ -343,7 +345,7 @@ def conv2d_frame_kernel(
         (_frame_mma, (frames, b_bufs, f_ready, f_empty, b_ready, b_empty, out_desc, epi, bias_ptr,
                       num_m, num_n, tiles_p, C, K, alpha, beta, ACTIVATION, HAS_BIAS,
                       TP, FW, FROWS, TAP_ROWS, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS,
-                      redo, P, Q, SUB_C, SUB_K, SUBS)),
+                      redo, P, Q, SUB_C, SUB_K, SUBS, SUB_LAG)),
         (_frame_loader, (x_desc0, x_desc1, x_desc2, x_desc3, w_desc, frames, b_bufs, f_ready, f_empty, b_ready,
                          b_empty, num_m, num_n, tiles_p, C, TP, FW, FROWS, PHASE_ROW, PHASE_COL,
                          PHASE_ROWS, PHASE_BASE, len(TAP_ROWS), BLOCK_N, BLOCK_K, GROUP_M, GROUPED)),

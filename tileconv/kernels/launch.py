@@ -725,10 +725,13 @@ def launch_implicit_gemm_frame(
     num_m, num_n = problem.n * tiles_p, cdiv(problem.k, config.block_n)
     activation = problem.epilogue.activation
     phases = tiling.phases
+    # The redo reads the (K, R*S*C) matrix w2d through a pointer; a call plan takes a pointer to
+    # a derived weight only as the derived tensor itself, whose storage w2d views from its start.
+    w_rows = channels_last_weight(weight)
     return launch(conv2d_frame_kernel, (min(num_m * num_n, sm_count(out.device)),),
                   *x_descs, w_desc, out_desc, bias if bias is not None else out, num_m, num_n, tiles_p,
                   problem.c_per_group, problem.k, activation.alpha, activation.beta,
-                  x, w2d, problem.h, problem.w, problem.out_h, problem.out_w, *problem.stride, *problem.padding,
+                  x, w_rows, problem.h, problem.w, problem.out_h, problem.out_w, *problem.stride, *problem.padding,
                   *problem.dilation, problem.r, problem.s, x.stride(0), x.stride(2), x.stride(3),
                   ACTIVATION=activation.code, HAS_BIAS=bias is not None, TP=tiling.tp, FW=tiling.fw,
                   FROWS=tiling.frows,
@@ -738,12 +741,14 @@ def launch_implicit_gemm_frame(
                   BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
                   FSTAGES=tiling.fstages, BSTAGES=config.num_stages, NUM_WARPS=config.num_warps,
                   LOADER_REGS=WS_TMA_LOADER_REGS, GROUPED=grouped, SUB_C=sub_groups[0], SUB_K=sub_groups[1],
-                  SUBS=subs,
+                  SUBS=subs, SUB_LAG=FRAME_SUB_BLOCK_TAPS_IN_FLIGHT,
                   num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
 
 
 # The narrowest 16-bit wgmma reduces over 16 channels (its K): a merged groups' sub-block is at least that wide.
 FRAME_SUB_BLOCK_CHANNELS = 16
+# Taps whose wgmmas grouped_frame keeps in flight where it multiplies diagonal blocks (short wgmmas).
+FRAME_SUB_BLOCK_TAPS_IN_FLIGHT = 2
 
 
 def frame_sub_blocks(problem: ConvProblem, config: LaunchConfig, sub_groups: tuple[int, int]) -> int:
