@@ -630,9 +630,10 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
 def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatch):
     """grouped_frame (a Hopper faked: any machine) merges as grouped_gemm_ws does and runs the frame
     kernel one merged group a tile: every candidate is one merged group wide with frames and weight
-    ring that fit; untuned it takes exactly ResNeXt's rows read from 56-wide inputs (c128 hw56/1,
-    c256 hw56/2: session 55, H200, it beat grouped_halo and grouped_gemm_ws there and tied or lost
-    on the narrower rows), and nothing without a Hopper. It refuses (naming why) groups=1, a
+    ring that fit; untuned it takes exactly ResNeXt's stride-1 rows of 4 to 16 channels a group
+    and the strided one read from a 56-wide input (c128 hw56/1, c256 hw56/2: session 55, H200; c256
+    hw28/1 and c512 hw14/1 since session 59's diagonal blocks; it lost c512 hw28/2 and the 32-channel
+    c1024 rows), and nothing without a Hopper. It refuses (naming why) groups=1, a
     residual, a merged group wider than its tiles, merged channels that are not 32-channel steps and
     frames that fit in shared memory on no tile."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_frame_candidates
@@ -645,7 +646,8 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
         assert candidates and candidates[0] == default_config(problem, "grouped_frame"), name
         for config in candidates:
             assert config.block_n == merged.k_per_group and launch.frame_tiling(merged, config), (name, config)
-        expected = name in ("resnext g32 c128 hw56/1", "resnext g32 c256 hw56/2")
+        expected = name in ("resnext g32 c128 hw56/1", "resnext g32 c256 hw56/2", "resnext g32 c256 hw28/1",
+                            "resnext g32 c512 hw14/1")
         assert (choose_algorithm(problem) == "grouped_frame") == expected, name
     thin = grouped["resnext g32 c256 hw28/1"]
     for problem, fragment in ((replace(thin, groups=1), "groups=1"),

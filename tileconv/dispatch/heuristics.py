@@ -158,7 +158,7 @@ def choose_algorithm(problem: ConvProblem) -> str:
         # 32.1 us against 33.3, c96 hw112/2 39.8 against 46.3, c144 hw56/1 43.0 against 50.6.
         depthwise = problem.groups == problem.c and problem.out_w >= 14 and problem.r * problem.s <= 9
         return "depthwise" if depthwise else "direct"
-    # grouped_frame first, on the 56-wide inputs it won (see GROUPED_FRAME_MIN_WIDTH's measurements).
+    # grouped_frame first, on the rows it won (see GROUPED_FRAME_MIN_STRIDED_WIDTH's measurements).
     if grouped_frame_pays(problem):
         return "grouped_frame"
     # grouped_halo (Gluon: each input pixel staged in shared memory once, the taps shifted views
@@ -302,17 +302,23 @@ def frame_pays(problem: ConvProblem) -> bool:
 # and c1024 hw7/1 (17.6 against 13.3). Its dense stand-ins (the same tiles over a dense C = K = 64 input, contiguous
 # 128-byte pixels) had been faster on the narrow rows (c512 hw14/1 14.8 us): a merged group's frames are
 # 128 bytes of each pixel's C*2, a strided copy.
+# Session 59 (H200, _s59-style probe of grouped_frame's variants beside cuDNN, do_bench medians, every
+# output checked): with a merged tile's block-diagonal weight multiplied as its diagonal blocks
+# (launch.frame_sub_blocks) it took the narrower stride-1 rows too: c256 hw28/1 21.6 us against
+# grouped_halo's 26.0 (cuDNN 37.1), c512 hw14/1 13.3 against 15.3 (23.7), c128 hw56/1 32.6 (61.0); at
+# stride 2 it still lost c512 hw28/2 (22.3 against grouped_gemm_ws's 21.0).
 GROUPED_FRAME_MAX_CHANNELS = 16
-GROUPED_FRAME_MIN_WIDTH = 56
+GROUPED_FRAME_MIN_STRIDED_WIDTH = 56
 
 
 def grouped_frame_pays(problem: ConvProblem) -> bool:
     """Whether a grouped ``problem`` should run on ``grouped_frame`` untuned: 16-bit, 4 to
-    :data:`GROUPED_FRAME_MAX_CHANNELS` channels a group, filters up to 3x3, inputs at least
-    :data:`GROUPED_FRAME_MIN_WIDTH` wide, a frame that wastes at most :data:`FRAME_MAX_WASTE` of its
-    columns, and one the kernel can run (a Hopper GPU, strides up to 2)."""
+    :data:`GROUPED_FRAME_MAX_CHANNELS` channels a group, filters up to 3x3, strided inputs at least
+    :data:`GROUPED_FRAME_MIN_STRIDED_WIDTH` wide, a frame that wastes at most :data:`FRAME_MAX_WASTE`
+    of its columns, and one the kernel can run (a Hopper GPU, strides up to 2)."""
+    strided_narrow = problem.stride != (1, 1) and problem.w < GROUPED_FRAME_MIN_STRIDED_WIDTH
     if (problem.groups == 1 or problem.itemsize != 2 or problem.r * problem.s > 9
-            or not 4 <= problem.c_per_group <= GROUPED_FRAME_MAX_CHANNELS or problem.w < GROUPED_FRAME_MIN_WIDTH
+            or not 4 <= problem.c_per_group <= GROUPED_FRAME_MAX_CHANNELS or strided_narrow
             or grouped_frame_unsupported_reason(problem) is not None):
         return False
     read, width = frame_columns(problem)
