@@ -38,9 +38,8 @@ from tileconv import call_plans
 from tileconv.bench.suites import get_suite
 from tileconv.dispatch import select
 from tileconv.dispatch.heuristics import default_config
-from tileconv.kernels import ALGORITHMS
 from tileconv.functional import conv2d_problem
-from tileconv.kernels import launch
+from tileconv.kernels import ALGORITHMS, launch
 from tileconv.testing import compare, random_inputs, tolerance
 
 parser = argparse.ArgumentParser()

@@ -302,8 +302,8 @@ def frame_pays(problem: ConvProblem) -> bool:
 # and c1024 hw7/1 (17.6 against 13.3). Its dense stand-ins (the same tiles over a dense C = K = 64 input, contiguous
 # 128-byte pixels) had been faster on the narrow rows (c512 hw14/1 14.8 us): a merged group's frames are
 # 128 bytes of each pixel's C*2, a strided copy.
-# Session 59 (H200, _s59-style probe of grouped_frame's variants beside cuDNN, do_bench medians, every
-# output checked): with a merged tile's block-diagonal weight multiplied as its diagonal blocks
+# Session 59 (H200, grouped_frame's variants beside cuDNN in one process, do_bench medians, every output
+# checked: results/nvidia-h200_probe_grouped_frame_variants_session59.json): with a merged tile's block-diagonal weight multiplied as its diagonal blocks
 # (launch.frame_sub_blocks) it took the narrower stride-1 rows too: c256 hw28/1 21.6 us against
 # grouped_halo's 26.0 (cuDNN 37.1), c512 hw14/1 13.3 against 15.3 (23.7), c128 hw56/1 32.6 (61.0); at
 # stride 2 it still lost c512 hw28/2 (22.3 against grouped_gemm_ws's 21.0).

@@ -41,8 +41,14 @@ dilation and padding, C a multiple of BLOCK_K, K a multiple of 8, no residual.
 (BLOCK_N = K/groups), its frames that group's C/groups channels (the copies' channel coordinate
 offset by g * C/groups), the weight rows (K, R*S*C/groups) as for a dense problem. grouped_frame
 merges thin groups into 128 bytes of channels with a block-diagonal weight (grouped_gemm_ws's
-merge); a tile whose sums are not all finite is then recomputed group by group on the CUDA cores
-before its epilogue (``SUB_C``, ``SUB_K``: :func:`.implicit_gemm_ws.redo_pixels`).
+merge). Where a tile reduces over its merged group's channels in one block, that weight is
+multiplied as its ``SUBS`` diagonal blocks of max(16, C/g) input channels (16: the narrowest
+16-bit wgmma), one wgmma and one accumulator each, and the loader copies only those blocks
+(:func:`.launch.frame_sub_blocks`, :func:`.weights.diagonal_blocks_weight`): ResNeXt's 4-channel
+groups issue a quarter of the whole tile's tensor-core work. Where a block holds more than one
+group (or the whole tile is multiplied), a tile whose sums are not all finite is recomputed group
+by group on the CUDA cores before its epilogue (``SUB_C``, ``SUB_K``:
+:func:`.implicit_gemm_ws.redo_pixels`): an infinity times a neighbour's zero weight is NaN.
 """
 
 from triton.experimental import gluon
@@ -196,10 +202,12 @@ def _frame_mma(
     SUB_LAG: gl.constexpr,  # taps in flight where SUBS > 1
 ):
     """Each tile: for each channel block, its frames and the R*S tap products (wgmma, A a view of
-    the stage from the tap's row ``TAP_ROWS[t]``, one in flight), then the epilogue and the TMA
-    stores. With merged groups (``SUB_K`` > 0) a tile with a sum that is not finite is first
-    recomputed group by group (:func:`.implicit_gemm_ws.redo_pixels`): an infinite or NaN input
-    times the block-diagonal weight's zeros would put NaN in the merged neighbours' columns."""
+    the stage from the tap's row ``TAP_ROWS[t]``; one tap in flight, or ``SUB_LAG`` of the short
+    diagonal-block wgmmas, :func:`_tap_product`), then the epilogue and the TMA stores. With
+    merged groups (``SUB_K`` > 0) whose zeros enter the products (``REDO``) a tile with a sum that
+    is not finite is first recomputed group by group (:func:`.implicit_gemm_ws.redo_pixels`): an
+    infinite or NaN input times the block-diagonal weight's zeros would put NaN in the merged
+    neighbours' columns."""
     FSTAGES: gl.constexpr = f_ready.type.shape[0]
     BSTAGES: gl.constexpr = b_ready.type.shape[0]
     EPI_N: gl.constexpr = epi.type.shape[2]

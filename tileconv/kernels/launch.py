@@ -745,7 +745,7 @@ def launch_implicit_gemm_frame(
                   num_warps=config.num_warps, maxnreg=WS_MAX_REGS[config.num_warps])
 
 
-# The narrowest 16-bit wgmma reduces over 16 channels (its K): a merged groups' sub-block is at least that wide.
+# The narrowest 16-bit wgmma reduces over 16 channels (its K): grouped_frame's diagonal blocks are at least that wide.
 FRAME_SUB_BLOCK_CHANNELS = 16
 # Taps whose wgmmas grouped_frame keeps in flight where it multiplies diagonal blocks (short wgmmas).
 FRAME_SUB_BLOCK_TAPS_IN_FLIGHT = 2
