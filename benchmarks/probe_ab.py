@@ -84,7 +84,7 @@ for suite in (args.suites or suites).split(","):
             return p.epilogue.torch_apply(F.conv2d(i.x, i.weight, None, p.stride, p.padding, p.dilation, p.groups), i.bias,
                                           i.residual)
 
-        def dispatched(p=p, i=i):
+        def dispatched(p=p, i=i, chosen=chosen):
             return conv2d_problem(p, i.x, i.weight, i.bias, i.residual, algo=chosen[0].name, config=chosen[1])
 
         times = {"cudnn": [], "A": [], "B": []} | ({"D": []} if args.algo is not None else {})
