@@ -16,9 +16,12 @@ deps:
 	$(PIP) install --quiet -r requirements-test.txt 2>&1 | $(PIP_FILTER)
 
 # pytest's own exit codes pass through: 1 for failures, 5 when no test ran; make fails on both.
+# TEST_WORKERS pytest-xdist processes share the tests (the interpreter runs one core's worth of
+# Python each): 2 for CI's two cores, where the suite takes about half its serial time.
+TEST_WORKERS ?= 2
 test: deps
 	$(PYTHON) -m ruff check tileconv tests benchmarks
-	TRITON_INTERPRET=1 $(PYTHON) -m pytest -q
+	TRITON_INTERPRET=1 $(PYTHON) -m pytest -q -n $(TEST_WORKERS)
 
 # The main job: tileconv beside cuDNN on the default (seed) suite. On a machine without a
 # GPU it says so and runs a small correctness demo through Triton's interpreter instead.
