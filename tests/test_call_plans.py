@@ -79,6 +79,23 @@ def test_a_derived_weight_is_derived_again_for_the_replayed_call(fake_stream):
     assert log[0][13 + 2] == out2.data_ptr()
 
 
+def test_a_pointer_to_a_view_of_a_derived_weight_is_derived_again(fake_stream):
+    """A kernel's pointer argument hands it only an address: a view starting where a derived
+    copy starts (grouped_frame's redo reads the merged weight as a (K, R*S*C) matrix) is that
+    copy, derived again for the replayed call as the copy itself would be."""
+    log = []
+    x, w = torch.zeros(1, 3, 4, 4), torch.randn(5, 3, 3, 3)
+    derived = weights.channels_last_weight(w)
+    matrix = derived.permute(0, 2, 3, 1).reshape(5, 27)  # a view of the copy, from its start
+    assert matrix is not derived and matrix.data_ptr() == derived.data_ptr()
+    out = torch.zeros(1, 5, 2, 2)
+    plan = call_plans.CallPlan(_record((_FakeCompiled(log), (1, 1, 1), [x, matrix, out])), [x, w, None, None], out)
+    w.add_(1.0)
+    out2 = plan(x, w, None, None)
+    assert log[0][13 + 1] == weights.channels_last_weight(w).data_ptr() != derived.data_ptr()
+    assert log[0][13 + 2] == out2.data_ptr()
+
+
 def test_a_tma_descriptor_is_described_again_over_the_new_address(fake_stream):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -296,7 +313,7 @@ def test_tma_and_split_k_launches_are_replayed(seed: int, monkeypatch, algo: str
     weight, the output. implicit_gemm_frame at stride 2: four descriptors over the input's
     phases, three of them starting inside it. grouped_frame (4-channel groups): a descriptor
     over the merged weight's diagonal blocks, a weight derived from a derived weight, and the
-    redo's pointer to the merged weight."""
+    redo's pointer to a matrix view of the merged weight."""
     from tileconv import dispatch
     from tileconv.kernels import ALGORITHMS, LaunchConfig
 

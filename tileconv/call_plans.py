@@ -370,7 +370,7 @@ class CallPlan:
 
         def slot_of(t: torch.Tensor, by_address: bool = False) -> int:
             """Where ``t`` comes from: one of the call's tensors (by identity, or for a view
-            by start address), else a derived copy of its weight. A tensor that two of the
+            by start address), else a derived copy of its weight (the same). A tensor that two of the
             call's arguments are (input passed as residual too) is refused: a later call
             may pass two different tensors there."""
             matches = [] if by_address else [slot for slot, candidate in enumerate(own) if t is candidate]
@@ -382,7 +382,7 @@ class CallPlan:
             if matches:
                 return matches[0]
             for index, candidate in enumerate(derived):
-                if t is candidate or (by_address and t.data_ptr() == candidate.data_ptr()):
+                if t is candidate or t.data_ptr() == candidate.data_ptr():
                     return len(own) + index
             # Scratch, or a view of it starting where it does (im2row's unrolled input, read
             # as NCHW-strided channels_last; the sub-pixel dgrad's cells, written through a
@@ -396,8 +396,11 @@ class CallPlan:
                     self.derivations.append(_Workspace(scratch[0]))
                     slot = scratch_slots[t.data_ptr()] = len(own) + len(derived) - 1
                 return slot
-            # A derived weight (a descriptor views it by address: dgrad's 1x1 weight under gemm_1x1).
-            again = derivation(weight, t, by_address)
+            # A derived weight, or a view starting where one does, as for the call's own tensors:
+            # a pointer argument hands the kernel only its address (grouped_frame's redo reads the
+            # merged weight as a (K, R*S*C) matrix view), and a descriptor views it by address
+            # (dgrad's 1x1 weight under gemm_1x1).
+            again = derivation(weight, t, by_address=True)
             if again is None:
                 raise _Unplannable("a launch reads a tensor that is not the call's own")
             derived.append(t)

@@ -725,13 +725,10 @@ def launch_implicit_gemm_frame(
     num_m, num_n = problem.n * tiles_p, cdiv(problem.k, config.block_n)
     activation = problem.epilogue.activation
     phases = tiling.phases
-    # The redo reads the (K, R*S*C) matrix w2d through a pointer; a call plan takes a pointer to
-    # a derived weight only as the derived tensor itself, whose storage w2d views from its start.
-    w_rows = channels_last_weight(weight)
     return launch(conv2d_frame_kernel, (min(num_m * num_n, sm_count(out.device)),),
                   *x_descs, w_desc, out_desc, bias if bias is not None else out, num_m, num_n, tiles_p,
                   problem.c_per_group, problem.k, activation.alpha, activation.beta,
-                  x, w_rows, problem.h, problem.w, problem.out_h, problem.out_w, *problem.stride, *problem.padding,
+                  x, w2d, problem.h, problem.w, problem.out_h, problem.out_w, *problem.stride, *problem.padding,
                   *problem.dilation, problem.r, problem.s, x.stride(0), x.stride(2), x.stride(3),
                   ACTIVATION=activation.code, HAS_BIAS=bias is not None, TP=tiling.tp, FW=tiling.fw,
                   FROWS=tiling.frows,

@@ -51,7 +51,8 @@ def derivation(weight: torch.Tensor, tensor, by_address: bool = False) -> Callab
     """If ``tensor`` is the kept derived copy of ``weight`` (one of the layouts below), the
     function that gives it again for a later call: the kept copy while ``weight`` is
     unchanged, a fresh one after an update. None otherwise. ``by_address``: ``tensor``
-    is anything whose ``data_ptr()`` is the copy's (a view of it, under a TMA descriptor).
+    is anything whose ``data_ptr()`` is the copy's (a view of it starting where it does: a
+    kernel's pointer argument, or the tensor under a TMA descriptor).
     A recorded call (:mod:`tileconv.call_plans`) replays a derived weight through it."""
     entries = list(_derived.items())
     for (weight_id, tag), (ref, _, _, derived, build) in entries:
