@@ -603,10 +603,10 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
     """grouped_gemm_ws (a Hopper faked: this runs on any machine) merges groups into at most 128
     bytes of input channels and 256 outputs, refuses a merge whose K/groups is no power of two
     (a tile's width: the GPU's verify once drew K/g = 6 x 4), sizes every candidate to one merged
-    group with rings that fit its programs an SM together; untuned it takes exactly ResNeXt's
-    stride-2 row of 16 channels a group (session 54, H200; the 8-channel c256 hw56/2 went to
-    grouped_frame in session 55), not the stride-1 ones nor the 32-channel c1024 hw14/2 (a tie
-    with the implicit GEMM) nor TF32, and nothing without a Hopper."""
+    group with rings that fit its programs an SM together; untuned it takes none of ResNeXt's rows
+    (its strided ones went to grouped_frame in sessions 55 and 60; the 32-channel c1024 hw14/2 tied
+    with the implicit GEMM) but a strided row of 16 channels a group from a narrower input, not TF32,
+    and nothing without a Hopper."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_gemm_ws_candidates
     launch = _fake_hopper(monkeypatch)
     grouped = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("grouped")}
@@ -618,9 +618,10 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
             assert config.block_n == merged.k_per_group and config.persistent in (0, 2), (name, config)
             budget = DeviceLimits().bulk_copy_budget // max(1, config.persistent)
             assert config.ring_bytes(merged.itemsize) <= budget, (name, config)
-        expected = "grouped_gemm_ws" if name == "resnext g32 c512 hw28/2" else None
-        assert (choose_algorithm(problem) == "grouped_gemm_ws") == (expected is not None), name
+        assert choose_algorithm(problem) != "grouped_gemm_ws", name
         assert choose_algorithm(replace(problem, dtype=torch.float32, allow_tf32=True)) != "grouped_gemm_ws", name
+    narrow = replace(grouped["resnext g32 c512 hw28/2"], h=14, w=14)
+    assert choose_algorithm(narrow) == "grouped_gemm_ws"
     odd = ConvProblem(2, 16, 7, 9, 24, 3, 3, (2, 1), (1, 1), groups=4, dtype=torch.float16, layout="nhwc")
     assert "power of two" in launch.grouped_gemm_ws_unsupported_reason(odd)
     monkeypatch.setattr(launch, "_is_hopper", lambda: False)
@@ -630,10 +631,10 @@ def test_grouped_gemm_ws_merges_whole_lines_and_takes_the_strided_resnext_rows(m
 def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatch):
     """grouped_frame (a Hopper faked: any machine) merges as grouped_gemm_ws does and runs the frame
     kernel one merged group a tile: every candidate is one merged group wide with frames and weight
-    ring that fit; untuned it takes exactly ResNeXt's stride-1 rows of 4 to 16 channels a group
-    and the strided one read from a 56-wide input (c128 hw56/1, c256 hw56/2: session 55, H200; c256
-    hw28/1 and c512 hw14/1 since session 59's diagonal blocks; it lost c512 hw28/2 and the 32-channel
-    c1024 rows), and nothing without a Hopper. It refuses (naming why) groups=1, a
+    ring that fit; untuned it takes exactly ResNeXt's rows of 4 to 16 channels a group (c128 hw56/1,
+    c256 hw56/2: session 55, H200; c256 hw28/1 and c512 hw14/1 since session 59's diagonal blocks;
+    c512 hw28/2 since session 60's nine weight stages; it loses the 32-channel c1024 rows), with
+    GROUPED_FRAME_WEIGHT_STAGES weight stages, and nothing without a Hopper. It refuses (naming why) groups=1, a
     residual, a merged group wider than its tiles, merged channels that are not 32-channel steps and
     frames that fit in shared memory on no tile."""
     from tileconv.dispatch.candidates import gemm_problem, grouped_frame_candidates
@@ -641,14 +642,16 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
     grouped = {case.name: case.problem(torch.float16, "nhwc") for case in get_suite("grouped")}
     for name, problem in grouped.items():
         assert launch.grouped_frame_unsupported_reason(problem) is None, name
-        merged = gemm_problem(problem, "grouped_frame")
+        merged, sub_groups = gemm_problem(problem, "grouped_frame"), launch.grouped_ws_sub_groups(problem)
         candidates = grouped_frame_candidates(problem)
         assert candidates and candidates[0] == default_config(problem, "grouped_frame"), name
         for config in candidates:
-            assert config.block_n == merged.k_per_group and launch.frame_tiling(merged, config), (name, config)
-        expected = name in ("resnext g32 c128 hw56/1", "resnext g32 c256 hw56/2", "resnext g32 c256 hw28/1",
-                            "resnext g32 c512 hw14/1")
+            assert config.block_n == merged.k_per_group and launch.frame_tiling(merged, config, sub_groups), \
+                (name, config)
+        expected = "c1024" not in name
         assert (choose_algorithm(problem) == "grouped_frame") == expected, name
+        if expected:
+            assert candidates[0].num_stages == heuristics.GROUPED_FRAME_WEIGHT_STAGES, name
     thin = grouped["resnext g32 c256 hw28/1"]
     for problem, fragment in ((replace(thin, groups=1), "groups=1"),
                               (replace(thin, epilogue=EPILOGUES["bias_add_relu"]), "no residual"),
@@ -665,7 +668,8 @@ def test_grouped_frame_takes_the_stride_1_resnext_rows_of_thin_groups(monkeypatc
     # tile's frames overfilled shared memory (a ValueError); the default is now a 64-row tile that fits
     reach = ConvProblem(4, 64, 2, 8, 64, 7, 7, (1, 1), (9, 9), (3, 3), 64, torch.float16, "nhwc")
     assert launch.grouped_frame_unsupported_reason(reach) is None
-    assert launch.frame_tiling(gemm_problem(reach, "grouped_frame"), default_config(reach, "grouped_frame"))
+    assert launch.frame_tiling(gemm_problem(reach, "grouped_frame"), default_config(reach, "grouped_frame"),
+                               launch.grouped_ws_sub_groups(reach))
     monkeypatch.setattr(launch, "_is_hopper", lambda: False)
     assert all(choose_algorithm(problem) != "grouped_frame" for problem in grouped.values())
 
@@ -684,7 +688,8 @@ def test_frame_kernels_default_tiles_fit_every_problem_they_take(monkeypatch, al
         case = verify.draw_case(7, index, verify.LIMITS["cuda"], algorithm)
         _, problem = verify._case_problem(case)
         config = default_config(problem, algorithm)
-        assert launch.frame_tiling(gemm_problem(problem, algorithm), config), (problem.describe(), config)
+        sub_groups = launch.grouped_ws_sub_groups(problem) if algorithm == "grouped_frame" else (0, 0)
+        assert launch.frame_tiling(gemm_problem(problem, algorithm), config, sub_groups), (problem.describe(), config)
 
 
 def test_grouped_gemm_ws_gathers_with_two_loader_warpgroups(monkeypatch):

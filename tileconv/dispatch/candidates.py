@@ -47,6 +47,7 @@ from ..kernels.launch import (
     group_pack_factor,
     grouped_halo_tiling,
     grouped_ws_merged,
+    grouped_ws_sub_groups,
     halo_tiling,
     image_fits,
     plane_sizes,
@@ -802,16 +803,18 @@ def implicit_gemm_frame_candidates(problem: ConvProblem, limits: DeviceLimits | 
 
 
 def grouped_frame_candidates(problem: ConvProblem, limits: DeviceLimits | None = None) -> list[LaunchConfig]:
-    """grouped_frame tiles: the default, then 256 rows on 8 warps (6 weight stages), 128 rows at 8
-    and 4 stages, 64 rows at 8 (session 55's probe: each best or within 10% on a ResNeXt row), one
-    merged group wide, each with stages dropped until the frames and the weight ring fit."""
+    """grouped_frame tiles: the default, then 256 rows on 8 warps, 128 rows at 9 and 12 weight
+    stages, 64 rows (session 55's probe: each best or within 10% on a ResNeXt row; session 60's:
+    9 weight stages the best of 6 to 27, 12 within 2% on 128 rows), one merged group wide, each
+    with stages dropped until the frames and the weight ring fit."""
     start = default_config(problem, "grouped_frame")
-    merged = gemm_problem(problem, "grouped_frame")
+    merged, sub_groups = gemm_problem(problem, "grouped_frame"), grouped_ws_sub_groups(problem)
     fitted = []
-    for block_m, warps, stages in ((start.block_m, start.num_warps, start.num_stages), (256, 8, 6), (128, 4, 8),
-                                   (128, 4, 4), (64, 4, 8)):
-        config = fit_frame_stages(merged, replace(start, block_m=block_m, num_warps=warps, num_stages=stages))
-        if frame_tiling_or_none(merged, config) is not None:
+    for block_m, warps, stages in ((start.block_m, start.num_warps, start.num_stages), (256, 8, 9), (128, 4, 9),
+                                   (128, 4, 12), (64, 4, 9)):
+        config = fit_frame_stages(merged, replace(start, block_m=block_m, num_warps=warps, num_stages=stages),
+                                  sub_groups)
+        if frame_tiling_or_none(merged, config, sub_groups) is not None:
             fitted.append(config)
     return list(dict.fromkeys(fitted))
 

@@ -43,6 +43,7 @@ from ..kernels.launch import (
     grouped_halo_tiling,
     grouped_halo_unsupported_reason,
     grouped_ws_merged,
+    grouped_ws_sub_groups,
     halo_tiling,
     im2row_unsupported_reason,
     im2row_ws_unsupported_reason,
@@ -94,9 +95,9 @@ def choose_algorithm(problem: ConvProblem) -> str:
     'depthwise_halo' on a GPU at stride 1 (multiplier 1, channels_last, filters up to 7x7),
     'depthwise_plane' for 5x5-and-up filters over planes of at most 64 pixels, else
     'depthwise' (3x3 and smaller, outputs 14 wide and up) or 'direct'. Thin groups that
-    merge into a tensor-core tile: on Hopper, 16-bit, up to 3x3, 4 to 16 channels a group, inputs
-    56 wide and up (:func:`grouped_frame_pays`) 'grouped_frame'; on Hopper at stride 2 with 8 to 16
-    channels a group (16-bit, up to 3x3) 'grouped_gemm_ws'; 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
+    merge into a tensor-core tile: on Hopper, 16-bit, up to 3x3, 4 to 16 channels a group, strided
+    inputs 28 wide and up (:func:`grouped_frame_pays`) 'grouped_frame'; on Hopper at stride 2 with 8 to 16
+    channels a group (16-bit, up to 3x3; narrower inputs) 'grouped_gemm_ws'; 'grouped_halo' on a GPU at strides up to 2 (4 to 16 channels a group,
     up to 3x3), else 'grouped_gemm'. Dense with few channels on both sides:
     'direct_rows' in float32, else 'dense_toeplitz' ('direct' where neither can run). Dense with few input channels and
     enough output channels for a tensor-core tile (the stems): 'im2row'. NCHW rules:
@@ -307,8 +308,17 @@ def frame_pays(problem: ConvProblem) -> bool:
 # (launch.frame_sub_blocks) it took the narrower stride-1 rows too: c256 hw28/1 21.6 us against
 # grouped_halo's 26.0 (cuDNN 37.1), c512 hw14/1 13.3 against 15.3 (23.7), c128 hw56/1 32.6 (61.0); at
 # stride 2 it still lost c512 hw28/2 (22.3 against grouped_gemm_ws's 21.0).
+# Session 60 (H200, a weight-stage sweep beside cuDNN in one process, do_bench medians of 2 rounds,
+# every output checked: results/nvidia-h200_probe_grouped_frame_stages_session60.json): with the
+# weight ring counted at the diagonal blocks' size (2 KB a stage on ResNeXt's thin groups, not the
+# whole tile's 8), nine weight stages (a 3x3 tile's taps) were the best of 6, 9, 12, 18 and 27 on
+# every row: c128 hw56/1 256 rows 33.0 -> 31.8 us (cuDNN 61.2), c256 hw56/2 128 rows 30.7 (8 stages)
+# -> 27.8 (39.6), c256 hw28/1 21.9 -> 21.7, c512 hw14/1 14.1 -> 13.7, and c512 hw28/2 17.8 against
+# grouped_gemm_ws's 20.9 (24.4): grouped_frame takes the strided rows from 28-wide inputs too. The
+# 32-channel c1024 rows stay on the implicit GEMM (14.6 against 11.8 us, 15.7 against 14.4).
 GROUPED_FRAME_MAX_CHANNELS = 16
-GROUPED_FRAME_MIN_STRIDED_WIDTH = 56
+GROUPED_FRAME_MIN_STRIDED_WIDTH = 28
+GROUPED_FRAME_WEIGHT_STAGES = 9
 
 
 def grouped_frame_pays(problem: ConvProblem) -> bool:
@@ -326,34 +336,37 @@ def grouped_frame_pays(problem: ConvProblem) -> bool:
 
 
 def grouped_frame_config(problem: ConvProblem) -> LaunchConfig:
-    """grouped_frame's tile, one merged group wide (its K/groups: the launcher's rule), as many
-    weight stages as fit: at stride 1, 256 rows on 8 warps from 6 stages; else (or where that does
-    not fit) 128 rows on 4 warps from 8 stages (at a stride the phase frames take the room), then
-    64; the merged group's channels in steps of 64, then 32 (session 55's probe, above). Where no
-    tile fits (long filter reaches), the last tried: the launcher's reason refuses such problems."""
+    """grouped_frame's tile, one merged group wide (its K/groups: the launcher's rule), with
+    :data:`GROUPED_FRAME_WEIGHT_STAGES` weight stages or as many as fit: at stride 1, 256 rows on 8
+    warps; else (or where that does not fit) 128 rows on 4 warps (at a stride the phase frames take
+    the room), then 64; the merged group's channels in steps of 64, then 32 (sessions 55 and 60,
+    above). Where no tile fits (long filter reaches), the last tried: the launcher's reason refuses
+    such problems."""
     merged = grouped_ws_merged(problem)
-    tiles = ([(256, 8, 6)] if problem.stride == (1, 1) else []) + [(128, 4, 8), (64, 4, 8)]
+    tiles = ([(256, 8)] if problem.stride == (1, 1) else []) + [(128, 4), (64, 4)]
     return first_fitting_frame_tile(merged, [
-        LaunchConfig(block_m, merged.k_per_group, block_k, 8, warps, stages)
+        LaunchConfig(block_m, merged.k_per_group, block_k, 8, warps, GROUPED_FRAME_WEIGHT_STAGES)
         for block_k in dict.fromkeys((64 if merged.c_per_group % 64 == 0 else 32, 32))
-        for block_m, warps, stages in tiles])
+        for block_m, warps in tiles], grouped_ws_sub_groups(problem))
 
 
-def first_fitting_frame_tile(problem: ConvProblem, configs: list[LaunchConfig]) -> LaunchConfig:
+def first_fitting_frame_tile(problem: ConvProblem, configs: list[LaunchConfig],
+                             sub_groups: tuple[int, int] = (0, 0)) -> LaunchConfig:
     """The first of ``configs``, each with weight stages dropped until it fits (:func:`fit_frame_stages`),
-    whose frames and weight ring fit ``problem``; the last tried where none does (the frame kernels'
-    support rule refuses a problem no tile fits)."""
+    whose frames and weight ring fit ``problem`` (grouped_frame's merged problem: its ``sub_groups``);
+    the last tried where none does (the frame kernels' support rule refuses a problem no tile fits)."""
     for config in configs:
-        config = fit_frame_stages(problem, config)
-        if frame_tiling_or_none(problem, config) is not None:
+        config = fit_frame_stages(problem, config, sub_groups)
+        if frame_tiling_or_none(problem, config, sub_groups) is not None:
             return config
     return config
 
 
-def fit_frame_stages(problem: ConvProblem, config: LaunchConfig) -> LaunchConfig:
+def fit_frame_stages(problem: ConvProblem, config: LaunchConfig, sub_groups: tuple[int, int] = (0, 0)) -> LaunchConfig:
     """``config`` with weight stages dropped (down to 2) until the frame kernel's frames and ring
-    fit ``problem``'s (:func:`frame_tiling`); at 2 stages whether they fit or not."""
-    while config.num_stages > 2 and frame_tiling_or_none(problem, config) is None:
+    fit ``problem``'s (:func:`frame_tiling`; grouped_frame's merged problem: its ``sub_groups``);
+    at 2 stages whether they fit or not."""
+    while config.num_stages > 2 and frame_tiling_or_none(problem, config, sub_groups) is None:
         config = replace(config, num_stages=config.num_stages - 1)
     return config
 
@@ -383,10 +396,10 @@ def fitted_frame_config(problem: ConvProblem) -> LaunchConfig:
                                               *(replace(c, block_n=64, block_k=32) for c in (preferred, *smaller))])
 
 
-def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig):
+def frame_tiling_or_none(problem: ConvProblem, config: LaunchConfig, sub_groups: tuple[int, int] = (0, 0)):
     """:func:`frame_tiling`, or None where ``config`` does not fit ``problem``."""
     try:
-        return frame_tiling(problem, config)
+        return frame_tiling(problem, config, sub_groups)
     except ValueError:
         return None
 

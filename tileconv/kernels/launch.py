@@ -539,7 +539,8 @@ class FrameTiling:
     (:class:`FramePhase`: one at stride 1) side by side in a stage of ``frows`` rows (their rows
     times fw, plus slack rows that only the never-stored columns' last taps read); ``taps``: the
     stage row at which each tap's (r, s order) A view starts; ``fstages`` frame stages (two of 64
-    channels, three of 32) beside ``config.num_stages`` weight stages."""
+    channels, three of 32) beside ``config.num_stages`` weight stages, each a [block_n, block_k /
+    ``subs``] tile (``subs``: :func:`frame_sub_blocks`, the diagonal blocks of merged groups)."""
 
     fw: int
     tp: int
@@ -547,11 +548,12 @@ class FrameTiling:
     phases: tuple[FramePhase, ...]
     taps: tuple[int, ...]
     fstages: int
+    subs: int = 1
 
     def shared_bytes(self, config: LaunchConfig, itemsize: int) -> int:
         """Frames, weight ring, the epilogue's two 64-column chunk buffers, the barriers."""
         frames = self.fstages * self.frows * config.block_k * itemsize
-        weights = config.num_stages * config.block_n * config.block_k * itemsize
+        weights = config.num_stages * config.block_n * (config.block_k // self.subs) * itemsize
         return frames + weights + 2 * config.block_m * FRAME_EPI_N * itemsize + 1024
 
 
@@ -591,9 +593,10 @@ def frame_phase_count(problem: ConvProblem) -> int:
 FRAME_BLOCK_N = (64, 128)  # implicit_gemm_frame's tile widths (its epilogue's one or two 64-column chunks)
 
 
-def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
-    """:class:`FrameTiling` of ``config`` on ``problem``; a ValueError naming the field where the
-    kernel cannot take it.
+def frame_tiling(problem: ConvProblem, config: LaunchConfig, sub_groups: tuple[int, int] = (0, 0)) -> FrameTiling:
+    """:class:`FrameTiling` of ``config`` on ``problem`` (grouped_frame's merged problem: its groups'
+    ``sub_groups``, as :func:`frame_sub_blocks`); a ValueError naming the field where the kernel
+    cannot take it.
 
     At stride (U, V), output (p, q)'s tap (r, s) reads input row p*U - pad_h + r*dil_h =
     (p + d)*U + a (a in [0, U)) and column (q + e)*V + b: phase (a, b)'s pixel (p + d, q + e).
@@ -625,7 +628,8 @@ def frame_tiling(problem: ConvProblem, config: LaunchConfig) -> FrameTiling:
     taps = tuple(phases[a, b].base + (d - row_reach[a][0]) * fw + e - col_reach[b][0]
                  for a, d in row_taps for b, e in col_taps)
     frows = max(base, cdiv(max(taps) + tp * fw, 8) * 8)  # (base is a multiple of 8 rows: fw is)
-    tiling = FrameTiling(fw, tp, frows, tuple(phases.values()), taps, 2 if config.block_k == 64 else 3)
+    tiling = FrameTiling(fw, tp, frows, tuple(phases.values()), taps, 2 if config.block_k == 64 else 3,
+                         frame_sub_blocks(problem, config, sub_groups))
     if tiling.shared_bytes(config, problem.itemsize) > DEFAULT_SM_SHARED_BYTES - BLOCK_SHARED_RESERVE:
         raise ValueError(f"config {config}: implicit_gemm_frame's frames and weight ring need "
                          f"{tiling.shared_bytes(config, problem.itemsize) // 1024} KB of shared memory")
@@ -699,12 +703,12 @@ def launch_implicit_gemm_frame(
     if grouped and config.block_n != problem.k_per_group:
         raise ValueError(f"config block_n={config.block_n}: implicit_gemm_frame runs a grouped convolution one "
                          f"group a tile, so block_n must be K/groups = {problem.k_per_group}")
-    tiling = frame_tiling(problem, config)
+    tiling = frame_tiling(problem, config, sub_groups)
     x4, out4 = x.permute(0, 2, 3, 1), out.permute(0, 2, 3, 1)
     u, v = problem.stride
     phase_views = [x4[:, phase.a::u, phase.b::v] for phase in tiling.phases]
     w2d = _ws_weight_matrix(problem, weight)
-    subs = frame_sub_blocks(problem, config, sub_groups)
+    subs = tiling.subs
     # The weight tiles the loader copies: the merged groups' diagonal blocks only, where the
     # tile multiplies those (w2d stays the redo's).
     w_tiles = w2d if subs == 1 else diagonal_blocks_weight(weight, subs, config.block_n)
@@ -1742,6 +1746,11 @@ def grouped_ws_merged(problem: ConvProblem) -> ConvProblem:
     return replace(problem, groups=problem.groups // grouped_ws_pack(problem))
 
 
+def grouped_ws_sub_groups(problem: ConvProblem) -> tuple[int, int]:
+    """(C/g, K/g) of the groups merged into each of :func:`grouped_ws_merged`'s, (0, 0) where none merge."""
+    return (problem.c_per_group, problem.k_per_group) if grouped_ws_pack(problem) > 1 else (0, 0)
+
+
 def grouped_gemm_ws_unsupported_reason(problem: ConvProblem) -> str | None:
     """Why :func:`launch_grouped_gemm_ws` cannot run ``problem`` (None if it can)."""
     return _merged_groups_reason(problem, _ws_gather_reason)
@@ -1780,9 +1789,8 @@ def _ws_merge(problem: ConvProblem, weight: torch.Tensor) -> tuple[ConvProblem, 
     (:func:`grouped_ws_merged`), its block-diagonal weight and the merged groups' (C/g, K/g)
     (``sub_groups``; (0, 0) where nothing merges)."""
     merged = grouped_ws_merged(problem)
-    pack = problem.groups // merged.groups
-    sub_groups = (problem.c_per_group, problem.k_per_group) if pack > 1 else (0, 0)
-    return merged, block_diagonal_weight(weight, problem.groups, pack), sub_groups
+    return merged, block_diagonal_weight(weight, problem.groups, problem.groups // merged.groups), \
+        grouped_ws_sub_groups(problem)
 
 
 def grouped_frame_unsupported_reason(problem: ConvProblem) -> str | None:
