@@ -228,23 +228,18 @@ def _frame_mma(
     fit = 0
     bit = 0
     stored = 0  # chunks stored so far: the two epilogue buffers alternate over them
-    # The sums start from the bias, so that no add is left between a tile's last wgmma and its
-    # stores (added there, its BLOCK_M * BLOCK_N / threads FADDs were the rest of grouped_frame c128
-    # hw56/1's 1.033x of plain, H200, session 57), and each tile's bias is read while the tile
-    # before it runs: read at its own start, the first wgmma (whose sums it is) waited for the load,
-    # once a tile (session 60: bias + ReLU 1.065x of plain on c128 hw56/1 once the weight ring stopped
-    # hiding it). The redo recomputes the sums without it and adds it.
-    last = num_m * num_n - 1
-    offs_n = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
-    offs_b = swizzle_tile(gl.minimum(gl.program_id(0), last), num_m, num_n, GROUP_M)[1] * BLOCK_N + offs_n
-    bias_next = load_bias(bias_ptr, offs_b, offs_b < K, HAS_BIAS)
     for tile in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         pid_m, pid_n = swizzle_tile(tile, num_m, num_n, GROUP_M)
         n = pid_m // tiles_p
         p0 = (pid_m % tiles_p) * TP
-        bias = bias_next
-        offs_b = swizzle_tile(gl.minimum(tile + gl.num_programs(0), last), num_m, num_n, GROUP_M)[1] * BLOCK_N + offs_n
-        bias_next = load_bias(bias_ptr, offs_b, offs_b < K, HAS_BIAS)
+        # The bias read before the tile's reduction, its latency behind the wgmmas' (read in the
+        # epilogue, each tile waited for it after its last wgmma: bias + ReLU over plain, H200,
+        # session 57: grouped_frame c256 hw56/2 1.058x -> 1.009x, ResNet-50 c256 hw28 3x3/2 1.053x
+        # -> 1.024x), and the sums started from it, so that no add is left between the last wgmma
+        # and the stores (added there, its BLOCK_M * BLOCK_N / threads FADDs were the rest of
+        # grouped_frame c128 hw56/1's 1.033x). The redo recomputes the sums without it and adds it.
+        offs_b = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, mma_layout))
+        bias = load_bias(bias_ptr, offs_b, offs_b < K, HAS_BIAS)
         acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=mma_layout)
         if HAS_BIAS:
             acc += bias
