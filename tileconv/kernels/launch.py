@@ -1789,8 +1789,8 @@ def _ws_merge(problem: ConvProblem, weight: torch.Tensor) -> tuple[ConvProblem, 
     (:func:`grouped_ws_merged`), its block-diagonal weight and the merged groups' (C/g, K/g)
     (``sub_groups``; (0, 0) where nothing merges)."""
     merged = grouped_ws_merged(problem)
-    return merged, block_diagonal_weight(weight, problem.groups, problem.groups // merged.groups), \
-        grouped_ws_sub_groups(problem)
+    merged_weight = block_diagonal_weight(weight, problem.groups, problem.groups // merged.groups)
+    return merged, merged_weight, grouped_ws_sub_groups(problem)
 
 
 def grouped_frame_unsupported_reason(problem: ConvProblem) -> str | None:
