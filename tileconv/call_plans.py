@@ -369,8 +369,8 @@ class CallPlan:
         weight = tensors[weight_slot]
 
         def slot_of(t: torch.Tensor, by_address: bool = False) -> int:
-            """Where ``t`` comes from: one of the call's tensors (by identity, or for a view
-            by start address), else a derived copy of its weight (the same). A tensor that two of the
+            """Where ``t`` comes from: one of the call's tensors, else a derived copy of its
+            weight (each by identity, or for a view by start address). A tensor that two of the
             call's arguments are (input passed as residual too) is refused: a later call
             may pass two different tensors there."""
             matches = [] if by_address else [slot for slot, candidate in enumerate(own) if t is candidate]

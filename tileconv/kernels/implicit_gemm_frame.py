@@ -129,6 +129,7 @@ def _column_blocks(x, PARTS: gl.constexpr, layout: gl.constexpr):
 @gluon.jit
 def _columns_joined(parts, layout: gl.constexpr):
     """The tile whose column blocks are ``parts`` (2 or 4, left to right), in ``layout``."""
+    gl.static_assert(len(parts) == 2 or len(parts) == 4, "two or four column blocks")
     if len(parts) == 2:
         return gl.convert_layout(_beside(parts[0], parts[1]), layout)
     else:

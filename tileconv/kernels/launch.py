@@ -548,7 +548,7 @@ class FrameTiling:
     phases: tuple[FramePhase, ...]
     taps: tuple[int, ...]
     fstages: int
-    subs: int = 1
+    subs: int
 
     def shared_bytes(self, config: LaunchConfig, itemsize: int) -> int:
         """Frames, weight ring, the epilogue's two 64-column chunk buffers, the barriers."""
